@@ -1,0 +1,119 @@
+import { Type } from 'typebox'
+import { bool, codeChallenge, codeChallengeMethod, email, metaSecurity, obj, opt, str } from './common.ts'
+
+// Request bodies of the core auth routes (backend-contract §1.4, §6.2). Unknown properties are
+// allowed (JSON Schema's default): the backend ignores them and the gateway forwards them.
+// Optional booleans carry no `default`: absent and `false` mean different things to the backend.
+
+const phone = () => str('Phone number (E.164; a leading `+` and spaces are ignored)', '+15551234567')
+const userData = () => obj('User metadata, stored as `user_metadata`', { name: 'Ada' })
+const channel = () => str('Phone channel: `sms` (default) or `whatsapp`', 'sms')
+
+export const SignupRequest = Type.Object(
+  {
+    email: opt(email('E-mail address; exclusive with `phone`')),
+    phone: opt(phone()),
+    password: str('Password (at least 6 characters; the backend may require more)', 'correct-horse-battery', { minLength: 6, maxLength: 72 }),
+    data: opt(userData()),
+    channel: opt(channel()),
+    code_challenge: codeChallenge(),
+    code_challenge_method: codeChallengeMethod(),
+    gotrue_meta_security: metaSecurity(),
+  },
+  { title: 'SignupRequest', description: 'Sign up with e-mail or phone and a password' },
+)
+
+export const TokenRequest = Type.Object(
+  {
+    email: opt(email('E-mail (grant `password`)')),
+    phone: opt(phone()),
+    password: opt(str('Password (grant `password`)', 'correct-horse-battery')),
+    refresh_token: opt(str('Refresh token (grant `refresh_token`)', 'x3k9v2m7q1pz')),
+    auth_code: opt(str('Authorization code from an e-mail link or OAuth redirect (grant `pkce`)', '2f6d1c3b-5e71-4b7a-9a0e-8f2c9a523c1e')),
+    code_verifier: opt(str('PKCE code verifier (grant `pkce`)', 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk')),
+    id_token: opt(str('OIDC ID token from the provider (grant `id_token`)', 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln')),
+    access_token: opt(str('Provider access token, checked against `at_hash` (grant `id_token`)', 'ya29.a0AfH6SMBx')),
+    nonce: opt(str('Nonce the ID token must carry (grant `id_token`)', 'n-0S6_WzA2Mj')),
+    provider: opt(str('Provider of the ID token, e.g. `google`, `apple` (grant `id_token`)', 'google')),
+    client_id: opt(str('Deprecated alternative to `provider` (grant `id_token`)', 'my-app.apps.googleusercontent.com')),
+    issuer: opt(str('Deprecated alternative to `provider` (grant `id_token`)', 'https://accounts.google.com')),
+    link_identity: opt(bool('Link the identity to the signed-in user (grant `id_token`; needs the user bearer token)', false)),
+    gotrue_meta_security: metaSecurity(),
+  },
+  { title: 'TokenRequest', description: 'Credentials for the grant named by the `grant_type` query parameter' },
+)
+
+export const OTPRequest = Type.Object(
+  {
+    email: opt(email('E-mail to send a magic link or code to; exclusive with `phone`')),
+    phone: opt(phone()),
+    create_user: opt(bool('Create the user if unknown (the backend treats absent as true)', true)),
+    data: opt(userData()),
+    channel: opt(channel()),
+    code_challenge: codeChallenge(),
+    code_challenge_method: codeChallengeMethod(),
+    gotrue_meta_security: metaSecurity(),
+  },
+  { title: 'OTPRequest', description: 'Send a one-time code or magic link' },
+)
+
+export const VerifyRequest = Type.Object(
+  {
+    type: str('Kind of code', 'email', {
+      enum: ['signup', 'invite', 'magiclink', 'recovery', 'email_change', 'email', 'sms', 'phone_change'],
+    }),
+    token: opt(str('The 6–10 digit one-time code (needs `email` or `phone`)', '123456')),
+    token_hash: opt(str('Hashed token from an e-mail link (alternative to `token`)', 'pkce_5d41402abc4b2a76b9719d911017c592')),
+    email: opt(email('E-mail the code was sent to')),
+    phone: opt(phone()),
+    redirect_to: opt(str('Ignored with `token`, rejected with `token_hash`', 'http://localhost:3000/welcome')),
+    gotrue_meta_security: metaSecurity(),
+  },
+  { title: 'VerifyRequest', description: 'Verify a one-time code or an e-mail link token' },
+)
+
+export const RecoverRequest = Type.Object(
+  {
+    email: email('E-mail of the account to recover'),
+    code_challenge: codeChallenge(),
+    code_challenge_method: codeChallengeMethod(),
+    gotrue_meta_security: metaSecurity(),
+  },
+  { title: 'RecoverRequest', description: 'Send a password recovery e-mail' },
+)
+
+export const ResendRequest = Type.Object(
+  {
+    type: str('What to resend', 'signup', { enum: ['signup', 'email_change', 'sms', 'phone_change'] }),
+    email: opt(email('E-mail (e-mail types)')),
+    phone: opt(phone()),
+    code_challenge: codeChallenge(),
+    code_challenge_method: codeChallengeMethod(),
+    gotrue_meta_security: metaSecurity(),
+  },
+  { title: 'ResendRequest', description: 'Resend a confirmation or change message' },
+)
+
+const nullableString = (description: string, example: string) =>
+  opt(Type.Union([Type.String(), Type.Null()], { description, examples: [example] }))
+
+export const UpdateUserRequest = Type.Object(
+  {
+    email: opt(email('New e-mail address')),
+    phone: opt(phone()),
+    channel: opt(channel()),
+    password: nullableString('New password (`null` or absent: unchanged)', 'new-correct-horse'),
+    current_password: nullableString('Current password, when the backend requires it', 'correct-horse-battery'),
+    nonce: opt(str('Reauthentication code, when the backend requires it', '123456')),
+    data: opt(obj('Merged into `user_metadata`; a key set to `null` is removed', { name: 'Ada Lovelace' })),
+    app_metadata: opt(obj('Admin users only', { plan: 'pro' })),
+    code_challenge: codeChallenge(),
+    code_challenge_method: codeChallengeMethod(),
+  },
+  { title: 'UpdateUserRequest', description: 'Attributes of the signed-in user to change' },
+)
+
+export const ReauthenticateRequest = Type.Object(
+  {},
+  { title: 'ReauthenticateRequest', description: 'No fields: sends a reauthentication code to the user', examples: [{}] },
+)

@@ -1,0 +1,5 @@
+export { buildApp, resolveConfig, type AuthgateOptions } from './app.ts'
+export { loadCoreConfig, ConfigError, type CoreConfig } from './config.ts'
+export { ERRORS, ErrorSchema, sendError, type ErrorCode } from './errors.ts'
+export { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName, type AuthRoute } from './auth/routes.ts'
+export { Forwarder } from './proxy/forwarder.ts'

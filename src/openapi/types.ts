@@ -1,0 +1,83 @@
+/**
+ * The shapes the document builder reads and writes. JSON Schema is kept as plain records: the
+ * builder accepts whatever a route declares (TypeBox output, hand-written schemas) and only
+ * interprets the keywords it documents.
+ */
+export type JsonSchema = Record<string, unknown>
+
+/** What the registry keeps of one route, in the @fastify/swagger vocabulary Fastify routes use. */
+export interface RouteEntry {
+  /** Upper-case methods; a multi-method route has several. */
+  methods: string[]
+  /** The Fastify URL with its prefix, e.g. `/auth/passkeys/:id`. */
+  url: string
+  schema?: RouteSchema | undefined
+  config?: Record<string, unknown> | undefined
+}
+
+/** The route `schema` keys the builder reads (Fastify's own plus the @fastify/swagger ones). */
+export interface RouteSchema {
+  body?: JsonSchema
+  querystring?: JsonSchema
+  params?: JsonSchema
+  headers?: JsonSchema
+  response?: Record<string, JsonSchema>
+  tags?: string[]
+  summary?: string
+  description?: string
+  operationId?: string
+  deprecated?: boolean
+  security?: SecurityRequirement[]
+  hide?: boolean
+  /** Request media types; `application/json` when absent. */
+  consumes?: string[]
+  /** Response media types; `application/json` when absent. */
+  produces?: string[]
+  [key: string]: unknown
+}
+
+export type SecurityRequirement = Record<string, string[]>
+
+export interface InfoOptions {
+  title?: string
+  version?: string
+  description?: string
+  summary?: string
+  termsOfService?: string
+  contact?: { name?: string; email?: string; url?: string }
+  license?: { name: string; url?: string; identifier?: string }
+}
+
+export interface ServerOption {
+  url: string
+  description?: string
+}
+
+/** An OpenAPI security scheme, e.g. `{ type: 'apiKey', in: 'header', name: 'X-API-Key' }`. */
+export type SecuritySchemeOption = Record<string, unknown> & { type: string }
+
+export interface TagOption {
+  name: string
+  description?: string
+}
+
+/** Options of the pure document builder. */
+export interface DocumentOptions {
+  info?: InfoOptions
+  servers?: ServerOption[]
+  /** Added next to `bearerAuth`; a scheme named `bearerAuth` here replaces the built-in one. */
+  securitySchemes?: Record<string, SecuritySchemeOption>
+  /** Tag descriptions (and order); tags used by routes but not listed here are appended. */
+  tags?: TagOption[]
+  /** Schemas registered with `app.addSchema`, keyed by `$id`, so `$ref: 'User#'` can be resolved. */
+  sharedSchemas?: Record<string, unknown>
+}
+
+export type OpenApiDocument = Record<string, unknown> & {
+  openapi: string
+  info: Record<string, unknown>
+  paths: Record<string, Record<string, unknown>>
+  components: Record<string, Record<string, unknown>>
+}
+
+export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const

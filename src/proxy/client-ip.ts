@@ -1,0 +1,12 @@
+import type { FastifyRequest } from 'fastify'
+
+/**
+ * The one client IP the gateway derives: Fastify's `request.ip`, which with `trustProxy` set to the
+ * AUTHGATE_TRUSTED_PROXIES list is the right-most X-Forwarded-For entry that is not a trusted
+ * proxy (proxy-addr), and otherwise the socket address. IPv4-mapped IPv6 is unwrapped so that a
+ * dual-stack listener keys one client one way (rate limits) and Supabase Auth records a plain IPv4.
+ */
+export function clientIp(request: FastifyRequest): string {
+  const ip = request.ip
+  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip
+}

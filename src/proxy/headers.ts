@@ -1,0 +1,102 @@
+import type { IncomingHttpHeaders } from 'node:http'
+
+/**
+ * Header hygiene, one list and one function per direction (the shape of Go's net/http/httputil
+ * ReverseProxy). Names are lower case.
+ */
+
+/** RFC 9110 §7.6.1 connection-specific headers, plus the de-facto ones Go's proxy also drops. */
+export const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive', // RFC 2068 §19.7.1
+  'proxy-connection', // non-standard, sent by old clients
+  'proxy-authenticate', // meant for the proxy, RFC 9110 §11.7.1
+  'proxy-authorization', // meant for the proxy, RFC 9110 §11.7.2
+  'te', // RFC 9110 §10.1.4
+  'trailer', // RFC 9110 §6.6.2
+  'transfer-encoding', // RFC 9112 §6.1: re-framed per hop
+  'upgrade', // RFC 9110 §7.8: no protocol switching through the gateway
+])
+
+/**
+ * Request headers the gateway replaces or removes besides hop-by-hop ones:
+ * - host, content-length: set for the backend connection and the exact body sent;
+ * - expect: the gateway has already read the body (undici also refuses it);
+ * - x-forwarded-*, forwarded, x-real-ip: a client could spoof its identity or the link host
+ *   (NOTES.md: one derived client IP is sent instead);
+ * - sb-forwarded-for: Supabase Auth would prefer it over everything for client IP and rate limits;
+ * - x-jwt-aud: changes the audience Supabase Auth resolves users in (backend-contract §1.1).
+ */
+export const STRIPPED_REQUEST = new Set([
+  'host',
+  'content-length',
+  'expect',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'forwarded',
+  'x-real-ip',
+  'sb-forwarded-for',
+  'x-jwt-aud',
+])
+
+/** Names listed in a Connection header are hop-by-hop for this message (RFC 9110 §7.6.1). */
+function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined
+  const list = Array.isArray(value) ? value.join(',') : value
+  const out = new Set<string>()
+  for (const t of list.split(',')) {
+    const name = t.trim().toLowerCase()
+    if (name) out.add(name)
+  }
+  return out
+}
+
+export interface ForwardedIdentity {
+  clientIp: string
+  host?: string | undefined
+  proto?: string | undefined
+}
+
+/**
+ * The headers sent to the backend, from the raw header list (duplicates and order kept; undici
+ * accepts a flat [name, value, ...] array).
+ */
+export function outboundRequestHeaders(rawHeaders: string[], headers: IncomingHttpHeaders, id: ForwardedIdentity): string[] {
+  const named = connectionTokens(headers.connection)
+  const out: string[] = []
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!
+    const lower = name.toLowerCase()
+    if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower)) continue
+    out.push(name, rawHeaders[i + 1]!)
+  }
+  out.push('x-forwarded-for', id.clientIp)
+  if (id.host) out.push('x-forwarded-host', id.host)
+  if (id.proto) out.push('x-forwarded-proto', id.proto)
+  return out
+}
+
+/**
+ * The response headers relayed to the client, from undici's raw list (Buffers, order and
+ * duplicates kept: every Set-Cookie stays its own line).
+ */
+export function inboundResponseHeaders(raw: Buffer[]): { names: string[]; values: string[] } {
+  let named: Set<string> | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === 10 && raw[i]!.toString('latin1').toLowerCase() === 'connection') {
+      named = connectionTokens([...(named ?? []), raw[i + 1]!.toString('latin1')].join(','))
+    }
+  }
+  const names: string[] = []
+  const values: string[] = []
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1')
+    const lower = name.toLowerCase()
+    if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue
+    names.push(name)
+    values.push(raw[i + 1]!.toString('latin1'))
+  }
+  return { names, values }
+}

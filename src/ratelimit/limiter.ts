@@ -1,0 +1,128 @@
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
+import { sendError } from '../errors.ts'
+import { clientKey } from './client-key.ts'
+import type { RateLimitConfig } from './config.ts'
+import { policyHeader, rateLimitHeader, retryAfterSeconds } from './headers.ts'
+import { MemoryStore } from './memory-store.ts'
+import type { RateLimitPolicy } from './policy.ts'
+import { RedisStore } from './redis-store.ts'
+import type { Decision, RateLimitStore } from './store.ts'
+import { warnAtMostEvery } from './throttled-warning.ts'
+
+export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+
+export interface RateLimitCounters {
+  allowed: number
+  denied: number
+  /** Decisions the store could not make (Redis down, slow or erroring). */
+  storeErrors: number
+  /** Of those, let through (AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR=open) ... */
+  failedOpen: number
+  /** ... or answered 429 (=closed). */
+  failedClosed: number
+}
+
+export interface RateLimiter {
+  /** onRequest hook for a route, or undefined when that route is not limited. */
+  hookFor(method: string, template: string): RateLimitHook | undefined
+  /** The policy of a limited route (for the OpenAPI document), or undefined. */
+  policyFor(method: string, template: string): RateLimitPolicy | undefined
+  /** Live counters (read them; do not write). */
+  readonly counters: Readonly<RateLimitCounters>
+  readonly store: RateLimitStore
+  /**
+   * Waits until the store can decide, at most `timeoutMs` (default 2 s); call before listening so
+   * the first requests are limited. Never throws: an unreachable Redis is logged and the failure
+   * policy applies until it comes up.
+   */
+  ready(timeoutMs?: number): Promise<boolean>
+  close(): Promise<void>
+}
+
+export interface RateLimiterOptions {
+  /** Use this store instead of the one the configuration selects (tests, custom backends). */
+  store?: RateLimitStore
+}
+
+type Logger = Pick<FastifyBaseLogger, 'warn' | 'info'>
+
+const UNAVAILABLE_MESSAGE = 'Rate limiting is temporarily unavailable; try again shortly'
+
+/**
+ * Bucket name for a route template. Keys are (template, client), not (method, template): routes
+ * that share a template share a bucket (NOTES.md decision 2). Braces become `:` because Redis
+ * Cluster and key-hashing proxies read `{...}` as a hash tag and would pile every passkey
+ * bucket onto one shard.
+ */
+export function bucketName(template: string): string {
+  return template.replace(/\{([^}]*)\}/g, ':$1')
+}
+
+export function createRateLimiter(config: RateLimitConfig, logger: Logger, options: RateLimiterOptions = {}): RateLimiter {
+  const counters: RateLimitCounters = { allowed: 0, denied: 0, storeErrors: 0, failedOpen: 0, failedClosed: 0 }
+  const warn = warnAtMostEvery(10_000, logger)
+  let degraded = false
+  const store = options.store ?? createStore(config, (err) => {
+    degraded = true
+    warn(err, 'rate-limit store connection error')
+  })
+  if (store instanceof RedisStore) {
+    store.client.on('ready', () => {
+      if (degraded) logger.info('rate-limit store reachable again; limiting resumed')
+      degraded = false
+    })
+  }
+  const closed = config.onRedisError === 'closed'
+
+  function hookFor(method: string, template: string): RateLimitHook | undefined {
+    const policy = config.routes.get(`${method.toUpperCase()} ${template}`)
+    if (!policy) return undefined
+    const bucket = bucketName(template) + '|'
+    const policyValue = policyHeader(policy)
+    const prefixLength = config.ipv6PrefixLength
+
+    return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+      let decision: Decision
+      try {
+        decision = await store.take(bucket + clientKey(request.ip, prefixLength), policy)
+      } catch (err) {
+        counters.storeErrors++
+        degraded = true
+        warn(err, closed ? 'rate-limit store unavailable: refusing limited requests (fail-closed)' : 'rate-limit store unavailable: allowing limited requests (fail-open)')
+        reply.header('RateLimit-Policy', policyValue)
+        if (!closed) {
+          counters.failedOpen++
+          return undefined
+        }
+        counters.failedClosed++
+        return sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
+      }
+      reply.header('RateLimit-Policy', policyValue)
+      reply.header('RateLimit', rateLimitHeader(policy, decision))
+      if (decision.allowed) {
+        counters.allowed++
+        return undefined
+      }
+      counters.denied++
+      return sendError(request, reply, 'over_request_rate_limit', undefined, { 'Retry-After': String(retryAfterSeconds(decision)) })
+    }
+  }
+
+  return {
+    hookFor,
+    policyFor: (method, template) => config.routes.get(`${method.toUpperCase()} ${template}`),
+    counters,
+    store,
+    async ready(timeoutMs = 2000) {
+      const ok = store.ready ? await store.ready(timeoutMs) : true
+      if (!ok) logger.warn({ failurePolicy: config.onRedisError }, 'rate-limit store not reachable yet; the failure policy applies until it is')
+      return ok
+    },
+    close: () => store.close(),
+  }
+}
+
+function createStore(config: RateLimitConfig, onConnectionError: (err: Error) => void): RateLimitStore {
+  if (config.redis) return new RedisStore(config.redis, { onConnectionError })
+  return new MemoryStore({ maxKeys: config.memoryMaxKeys })
+}

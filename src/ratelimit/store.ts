@@ -1,0 +1,23 @@
+import type { RateLimitPolicy } from './policy.ts'
+
+/** One rate-limit decision; every time is in milliseconds from the moment of the decision. */
+export interface Decision {
+  allowed: boolean
+  /** Requests that could still be made right now (after this one, when allowed). */
+  remaining: number
+  /** Until the next request would be allowed; 0 when allowed. */
+  retryAfterMs: number
+  /** Until the bucket is full again (the client's state could be forgotten). */
+  resetMs: number
+}
+
+/**
+ * Where bucket state lives. `take` is one atomic decision that consumes a unit when allowed.
+ * It rejects when the store cannot decide (Redis down or slow); the caller applies the failure policy.
+ */
+export interface RateLimitStore {
+  take(key: string, policy: RateLimitPolicy): Promise<Decision>
+  /** Waits (at most `timeoutMs`) until the store can decide; true when it can. */
+  ready?(timeoutMs: number): Promise<boolean>
+  close(): Promise<void>
+}
