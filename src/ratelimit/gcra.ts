@@ -15,12 +15,15 @@ export interface GcraStep {
  */
 export function gcra(storedTat: number | undefined, now: number, intervalMs: number, burst: number): GcraStep {
   const tat = storedTat === undefined || storedTat < now ? now : storedTat
-  const newTat = tat + intervalMs
-  const allowAt = newTat - burst * intervalMs
-  if (now < allowAt) {
-    return { tat, decision: { allowed: false, remaining: 0, retryAfterMs: allowAt - now, resetMs: tat - now } }
+  // Differences, not absolute times: (now + T) - T is not `now` in floating point, and a 1/1h
+  // policy would then refuse its very first request. The tolerance is one microsecond.
+  const ahead = tat - now
+  const maxAhead = (burst - 1) * intervalMs
+  if (ahead > maxAhead + TOLERANCE_MS) {
+    return { tat, decision: { allowed: false, remaining: 0, retryAfterMs: ahead - maxAhead, resetMs: ahead } }
   }
-  // The epsilon absorbs float error so a whole interval elapsed counts as one unit restored.
-  const remaining = Math.floor((now - allowAt) / intervalMs + 1e-9)
-  return { tat: newTat, decision: { allowed: true, remaining, retryAfterMs: 0, resetMs: newTat - now } }
+  const remaining = Math.max(0, Math.floor((maxAhead - ahead) / intervalMs + 1e-9))
+  return { tat: tat + intervalMs, decision: { allowed: true, remaining, retryAfterMs: 0, resetMs: ahead + intervalMs } }
 }
+
+const TOLERANCE_MS = 0.001

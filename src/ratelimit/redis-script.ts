@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 
 /**
- * gcra.ts as one Lua script: one round trip, atomic on the server, and timed by the server's
+ * gcra.ts as one Lua script (same steps, microseconds, 1 µs tolerance): one round trip, atomic on the server, and timed by the server's
  * own clock (TIME), so authgate replicas with skewed clocks still agree on every bucket.
  * Times are microseconds. The key expires when the bucket would be full, which is exactly when
  * its state stops mattering, so Redis never holds idle buckets.
@@ -17,14 +17,14 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local tat = tonumber(redis.call('GET', KEYS[1]))
 if tat == nil or tat < now then tat = now end
-local new_tat = tat + interval
-local allow_at = new_tat - burst * interval
-if now < allow_at then
-  return { 0, 0, math.ceil(allow_at - now), math.ceil(tat - now) }
+local ahead = tat - now
+local max_ahead = (burst - 1) * interval
+if ahead > max_ahead + 1 then
+  return { 0, 0, math.ceil(ahead - max_ahead), math.ceil(ahead) }
 end
-local reset = new_tat - now
-redis.call('SET', KEYS[1], string.format('%.17g', new_tat), 'PX', math.ceil(reset / 1000))
-return { 1, math.floor((now - allow_at) / interval + 1e-9), 0, math.ceil(reset) }
+local reset = ahead + interval
+redis.call('SET', KEYS[1], string.format('%.17g', tat + interval), 'PX', math.ceil(reset / 1000))
+return { 1, math.max(0, math.floor((max_ahead - ahead) / interval + 1e-9)), 0, math.ceil(reset) }
 `
 
 export const GCRA_SCRIPT_SHA = createHash('sha1').update(GCRA_SCRIPT).digest('hex')

@@ -21,13 +21,14 @@ interface Candidate {
 }
 
 const redisSkip = await sharedRedisSkipReason()
+const prefix = uniquePrefix('contract')
 const candidates: Candidate[] = [
   { name: 'memory store', skip: undefined, create: async () => new MemoryStore() },
   {
     name: 'redis store',
     skip: redisSkip,
     async create() {
-      const store = new RedisStore({ url: SHARED_REDIS_URL, keyPrefix: uniquePrefix('contract'), timeoutMs: 100 })
+      const store = new RedisStore({ url: SHARED_REDIS_URL, keyPrefix: prefix, timeoutMs: 100 })
       assert.equal(await store.ready(2000), true, 'redis store did not connect')
       return store
     },
@@ -50,7 +51,13 @@ for (const candidate of candidates) {
       return store
     }
     after(async () => {
-      for (const s of stores) await s.close()
+      for (const s of stores) {
+        if (s instanceof RedisStore) {
+          const keys = await s.client.keys(`${prefix}*`)
+          if (keys.length) await s.client.del(...keys)
+        }
+        await s.close()
+      }
     })
 
     it('lets a burst of the allowed size through, counting remaining down', async () => {

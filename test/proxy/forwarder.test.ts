@@ -1,0 +1,195 @@
+import assert from 'node:assert/strict'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import { buildApp } from '../../src/app.ts'
+import { parseBackendUrl } from '../../src/config.ts'
+import { withFakeBackend, type Harness } from '../support/app.ts'
+
+const V2024 = { 'x-supabase-api-version': '2024-01-01' }
+
+describe('backend answers pass through unchanged', () => {
+  let h: Harness
+  before(async () => {
+    h = await withFakeBackend()
+  })
+  after(() => h.close())
+
+  for (const status of [400, 401, 403, 404, 422, 429, 500, 503]) {
+    test(`status ${status} and its body come back unchanged`, async () => {
+      const body = `{"code":${status},"error_code":"weak_password","msg":"Password \\u00e9 too weak","weak_password":{"reasons":["length"]}}`
+      h.backend.handler = (_req, res) => {
+        res.writeHead(status, { 'content-type': 'application/json', 'x-sb-error-code': 'weak_password', 'x-supabase-api-version': '2024-01-01' })
+        res.end(body)
+      }
+      const res = await h.app.inject({ method: 'GET', url: '/auth/user', headers: V2024 })
+      assert.equal(res.statusCode, status)
+      assert.equal(res.body, body)
+      assert.equal(res.headers['x-sb-error-code'], 'weak_password')
+      assert.equal(res.headers['x-supabase-api-version'], '2024-01-01')
+    })
+  }
+
+  test('every Set-Cookie stays a separate header; hop-by-hop response headers are dropped', async () => {
+    h.backend.handler = (_req, res) => {
+      res.setHeader('Set-Cookie', ['a=1; Path=/; HttpOnly', 'b=2; Path=/auth'])
+      res.setHeader('Connection', 'keep-alive, X-Internal')
+      res.setHeader('X-Internal', 'secret')
+      res.setHeader('Keep-Alive', 'timeout=5')
+      res.setHeader('Proxy-Authenticate', 'Basic')
+      res.setHeader('Cache-Control', 'public, max-age=600')
+      res.end('{}')
+    }
+    const res = await h.app.inject({ method: 'GET', url: '/auth/.well-known/jwks.json' })
+    assert.deepEqual(res.headers['set-cookie'], ['a=1; Path=/; HttpOnly', 'b=2; Path=/auth'])
+    assert.equal(res.headers['x-internal'], undefined)
+    assert.equal(res.headers['keep-alive'], undefined)
+    assert.equal(res.headers['proxy-authenticate'], undefined)
+    assert.equal(res.headers['cache-control'], 'public, max-age=600')
+  })
+
+  test('a 204 without a body comes back as 204', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(204)
+      res.end()
+    }
+    const res = await h.app.inject({ method: 'POST', url: '/auth/logout', headers: { authorization: 'Bearer t' } })
+    assert.equal(res.statusCode, 204)
+    assert.equal(res.body, '')
+  })
+
+  test('a large streamed body arrives intact', async () => {
+    const big = Buffer.alloc(3 * 1024 * 1024, 'x')
+    h.backend.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' })
+      res.write(big.subarray(0, 1000))
+      setTimeout(() => res.end(big.subarray(1000)), 5)
+    }
+    const res = await h.app.inject({ method: 'GET', url: '/auth/settings' })
+    assert.equal(res.rawPayload.length, big.length)
+    assert.ok(res.rawPayload.equals(big))
+  })
+})
+
+describe('request headers', () => {
+  let h: Harness
+  before(async () => {
+    h = await withFakeBackend()
+  })
+  after(() => h.close())
+
+  test('end-to-end headers are forwarded; hop-by-hop, Connection-named and spoofable ones are not', async () => {
+    const res = await h.app.inject({
+      method: 'GET',
+      url: '/auth/user',
+      headers: {
+        authorization: 'Bearer abc',
+        apikey: 'anon-key',
+        'x-client-info': 'supabase-js/2.119.1',
+        'x-supabase-api-version': '2024-01-01',
+        redirect_to: 'http://localhost:3000/x',
+        referer: 'http://localhost:3000/page',
+        'user-agent': 'test-agent/1.0',
+        origin: 'http://localhost:3000',
+        accept: 'application/json',
+        connection: 'keep-alive, X-Drop-Me',
+        'x-drop-me': '1',
+        'keep-alive': 'timeout=5',
+        te: 'trailers',
+        trailer: 'X-Foo',
+        upgrade: 'websocket',
+        'proxy-authorization': 'Basic c2VjcmV0',
+        'proxy-connection': 'keep-alive',
+        'x-forwarded-for': '6.6.6.6',
+        'x-forwarded-host': 'evil.example',
+        forwarded: 'for=6.6.6.6',
+        'x-real-ip': '6.6.6.6',
+        'sb-forwarded-for': '6.6.6.6',
+        'x-jwt-aud': 'service_role',
+      },
+      remoteAddress: '203.0.113.9',
+    })
+    assert.equal(res.statusCode, 200)
+    const got = h.backend.requests.at(-1)!.headers
+    for (const [k, v] of Object.entries({
+      authorization: 'Bearer abc',
+      apikey: 'anon-key',
+      'x-client-info': 'supabase-js/2.119.1',
+      'x-supabase-api-version': '2024-01-01',
+      redirect_to: 'http://localhost:3000/x',
+      referer: 'http://localhost:3000/page',
+      'user-agent': 'test-agent/1.0',
+      origin: 'http://localhost:3000',
+      accept: 'application/json',
+    })) assert.equal(got[k], v, k)
+    for (const k of ['x-drop-me', 'keep-alive', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-connection', 'forwarded', 'x-real-ip', 'sb-forwarded-for', 'x-jwt-aud']) {
+      assert.equal(got[k], undefined, k)
+    }
+    assert.equal(got['x-forwarded-for'], '203.0.113.9')
+    assert.notEqual(got['x-forwarded-host'], 'evil.example')
+  })
+
+  test('with trusted proxies, the right-most untrusted X-Forwarded-For entry is the client', async () => {
+    const h2 = await withFakeBackend({ trustedProxies: ['10.0.0.0/8'] })
+    try {
+      await h2.app.inject({ method: 'GET', url: '/auth/settings', headers: { 'x-forwarded-for': '6.6.6.6, 198.51.100.7, 10.1.1.1' }, remoteAddress: '10.0.0.2' })
+      assert.equal(h2.backend.requests.at(-1)!.headers['x-forwarded-for'], '198.51.100.7')
+      // From an untrusted peer the header changes nothing.
+      await h2.app.inject({ method: 'GET', url: '/auth/settings', headers: { 'x-forwarded-for': '6.6.6.6' }, remoteAddress: '203.0.113.5' })
+      assert.equal(h2.backend.requests.at(-1)!.headers['x-forwarded-for'], '203.0.113.5')
+    } finally {
+      await h2.close()
+    }
+  })
+})
+
+function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer()
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+describe('backend failures', () => {
+  test('a closed backend port gives 502 in both error shapes, without the internal address', async () => {
+    const port = await closedPort()
+    const app = await buildApp({ config: { backendUrl: parseBackendUrl('t', `http://127.0.0.1:${port}`) } })
+    try {
+      for (const url of ['/auth/settings', '/auth/authorize?provider=github', '/auth/verify?token=x&type=signup']) {
+        const legacy = await app.inject({ method: 'GET', url })
+        assert.equal(legacy.statusCode, 502)
+        assert.deepEqual(legacy.json(), { code: 502, error_code: 'backend_unreachable', msg: 'The authentication backend could not be reached' })
+        assert.doesNotMatch(legacy.body, new RegExp(String(port)))
+      }
+      const current = await app.inject({ method: 'POST', url: '/auth/token?grant_type=password', payload: '{"email":"a@example.com","password":"x"}', headers: { 'content-type': 'application/json', ...V2024 } })
+      assert.equal(current.statusCode, 502)
+      assert.deepEqual(current.json(), { code: 'backend_unreachable', message: 'The authentication backend could not be reached' })
+      assert.equal(current.headers['x-supabase-api-version'], '2024-01-01')
+    } finally {
+      await app.close()
+    }
+  })
+
+  test('a backend that never answers gives 504 in both error shapes', async () => {
+    const sockets: import('node:net').Socket[] = []
+    const silent = createServer((s) => sockets.push(s))
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r))
+    const port = (silent.address() as AddressInfo).port
+    const app = await buildApp({ config: { backendUrl: parseBackendUrl('t', `http://127.0.0.1:${port}`), backendTimeoutMs: 200 } })
+    try {
+      const legacy = await app.inject({ method: 'GET', url: '/auth/health' })
+      assert.equal(legacy.statusCode, 504)
+      assert.deepEqual(legacy.json(), { code: 504, error_code: 'request_timeout', msg: 'The authentication backend did not answer in time' })
+      const current = await app.inject({ method: 'GET', url: '/auth/health', headers: V2024 })
+      assert.equal(current.statusCode, 504)
+      assert.equal(current.json().code, 'request_timeout')
+    } finally {
+      await app.close()
+      for (const s of sockets) s.destroy()
+      silent.close()
+    }
+  })
+})
