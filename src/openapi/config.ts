@@ -1,0 +1,112 @@
+import { ConfigError } from '../config.ts'
+import type { RouteRegistry } from './registry.ts'
+import type { DocumentOptions } from './types.ts'
+
+/**
+ * Where the documents and the reference page are served, from the environment
+ * (`AUTHGATE_OPENAPI_PATH`, `AUTHGATE_OPENAPI30_PATH`, `AUTHGATE_DOCS_PATH`, `AUTHGATE_API_TITLE`,
+ * `AUTHGATE_API_VERSION`) or from library options, which can say more (info, servers, security
+ * schemes, tags).
+ */
+export interface OpenApiOptions extends DocumentOptions {
+  /** `false` serves neither the documents nor the page (the registry still records routes). Default true. */
+  enabled?: boolean
+  /** The OpenAPI 3.1 document. Default `/openapi.json`. */
+  openapiPath?: string
+  /** The 3.0.3 rendering; `false` to not serve it. Default: the document path with `-3.0` before `.json`. */
+  openapi30Path?: string | false
+  /** The reference page; `false` to not serve it. Default `/docs`. */
+  docsPath?: string | false
+  /** An existing registry, e.g. one the application created on its root instance before registering authgate. */
+  registry?: RouteRegistry
+}
+
+export interface ResolvedOpenApiConfig {
+  enabled: boolean
+  openapiPath: string
+  openapi30Path: string | false
+  docsPath: string | false
+}
+
+export const DEFAULT_OPENAPI_PATH = '/openapi.json'
+export const DEFAULT_DOCS_PATH = '/docs'
+const DISABLED = new Set(['off', 'false', 'none', 'disabled'])
+
+type Env = Record<string, string | undefined>
+
+/** `/openapi.json` → `/openapi-3.0.json`; `/spec` → `/spec-3.0`. */
+export function derive30Path(openapiPath: string): string {
+  return openapiPath.endsWith('.json') ? `${openapiPath.slice(0, -'.json'.length)}-3.0.json` : `${openapiPath.replace(/\/$/, '')}-3.0`
+}
+
+/** A plain absolute path (`/docs`, `/api/openapi.json`); `/` allowed; no trailing slash, query or fragment. */
+export function parseServePath(variable: string, raw: string): string {
+  const p = raw.trim()
+  if (p === '/') return p
+  if (!/^(\/[A-Za-z0-9._~!$&'()*+,;=@-]+)+$/.test(p)) {
+    throw new ConfigError(variable, `must be an absolute path of plain segments like /docs or /api/openapi.json (no trailing slash, query or parameters), got ${JSON.stringify(raw)}`)
+  }
+  if (p.split('/').some((s) => s === '.' || s === '..')) throw new ConfigError(variable, `must not contain "." or ".." segments, got ${JSON.stringify(raw)}`)
+  return p
+}
+
+function parseText(variable: string, raw: string, max: number): string {
+  const v = raw.trim()
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(v)) throw new ConfigError(variable, 'must not contain control characters')
+  if (v.length > max) throw new ConfigError(variable, `must be at most ${max} characters, got ${v.length}`)
+  return v
+}
+
+/** Checks paths and that no two of them coincide; fills defaults. */
+export function resolveOpenApiConfig(options: OpenApiOptions = {}): ResolvedOpenApiConfig {
+  const openapiPath = parseServePath('openapiPath', options.openapiPath ?? DEFAULT_OPENAPI_PATH)
+  const openapi30Path = options.openapi30Path === false ? false : parseServePath('openapi30Path', options.openapi30Path ?? derive30Path(openapiPath))
+  const docsPath = options.docsPath === false ? false : parseServePath('docsPath', options.docsPath ?? DEFAULT_DOCS_PATH)
+  const used = [openapiPath, openapi30Path, docsPath].filter((p): p is string => p !== false)
+  if (new Set(used).size !== used.length) throw new ConfigError('openapiPath', `the document, 3.0 document and page paths must differ, got ${used.join(', ')}`)
+  return { enabled: options.enabled !== false, openapiPath, openapi30Path, docsPath }
+}
+
+/**
+ * The documentation settings the environment gives. `off` as a path disables what it serves
+ * (`AUTHGATE_OPENAPI_PATH=off` turns off the documents and the page, which needs them).
+ */
+export function loadOpenApiConfig(env: Env = process.env): OpenApiOptions {
+  const get = (name: string) => {
+    const v = env[name]
+    return v === undefined || v.trim() === '' ? undefined : v.trim()
+  }
+  const out: OpenApiOptions = {}
+  const openapi = get('AUTHGATE_OPENAPI_PATH')
+  if (openapi !== undefined && DISABLED.has(openapi.toLowerCase())) out.enabled = false
+  else if (openapi !== undefined) out.openapiPath = parseServePath('AUTHGATE_OPENAPI_PATH', openapi)
+
+  const openapi30 = get('AUTHGATE_OPENAPI30_PATH')
+  if (openapi30 !== undefined) out.openapi30Path = DISABLED.has(openapi30.toLowerCase()) ? false : parseServePath('AUTHGATE_OPENAPI30_PATH', openapi30)
+
+  const docs = get('AUTHGATE_DOCS_PATH')
+  if (docs !== undefined) out.docsPath = DISABLED.has(docs.toLowerCase()) ? false : parseServePath('AUTHGATE_DOCS_PATH', docs)
+
+  const title = get('AUTHGATE_API_TITLE')
+  const version = get('AUTHGATE_API_VERSION')
+  if (title !== undefined || version !== undefined) {
+    out.info = {}
+    if (title !== undefined) out.info.title = parseText('AUTHGATE_API_TITLE', title, 200)
+    if (version !== undefined) out.info.version = parseText('AUTHGATE_API_VERSION', version, 64)
+  }
+
+  // Name the variable that collides, not the internal option.
+  try {
+    resolveOpenApiConfig(out)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      throw new ConfigError(
+        'AUTHGATE_DOCS_PATH',
+        `AUTHGATE_OPENAPI_PATH, AUTHGATE_OPENAPI30_PATH and AUTHGATE_DOCS_PATH must differ (${err.message})`,
+      )
+    }
+    throw err
+  }
+  return out
+}
