@@ -6,6 +6,8 @@ import { sendError, type ErrorCode } from './errors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { validatorCompiler } from './validation.ts'
 import { requestSerializer } from './log.ts'
+import { createRateLimiter, loadRateLimitConfig, type RateLimitConfig, type RateLimiter } from './ratelimit/index.ts'
+import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes.ts'
 
 export interface AuthgateOptions {
   /** Core settings; anything left out takes the documented default (the environment is not read). */
@@ -14,13 +16,21 @@ export interface AuthgateOptions {
   logger?: boolean | Record<string, unknown>
   /** Extra Fastify server options (authgate's own take precedence where they conflict). */
   fastify?: FastifyServerOptions
-  /** Rate-limit hook factory per mounted route (undefined: not limited). */
-  rateLimitHook?: (route: AuthRoute) => import('fastify').onRequestHookHandler | undefined
+  /**
+   * Rate limiting (see docs/rate-limiting.md). Default: the nine routes of SEED.md §8.1 at 30/5m
+   * per client, in memory. `false` turns it off.
+   */
+  rateLimit?: RateLimitConfig | false
+}
+
+/** The default rate-limit configuration, as with an empty environment. */
+export function defaultRateLimitConfig(env: Record<string, string | undefined> = {}): RateLimitConfig {
+  return loadRateLimitConfig(env, DEFAULT_RATE_LIMITED, AUTH_ROUTES.map(routeName))
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    authgate: { config: CoreConfig; forwarder: Forwarder }
+    authgate: { config: CoreConfig; forwarder: Forwarder; rateLimiter: RateLimiter | undefined }
   }
 }
 
@@ -74,8 +84,14 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   app.setValidatorCompiler(validatorCompiler)
 
   const forwarder = new Forwarder({ backendUrl: config.backendUrl, timeoutMs: config.backendTimeoutMs, connections: config.backendConnections })
-  app.decorate('authgate', { config, forwarder })
-  app.addHook('onClose', async () => forwarder.close())
+  const rateLimiter = options.rateLimit === false ? undefined : createRateLimiter(options.rateLimit ?? defaultRateLimitConfig(), app.log)
+  app.decorate('authgate', { config, forwarder, rateLimiter })
+  app.addHook('onClose', async () => {
+    await forwarder.close()
+    await rateLimiter?.close()
+  })
+  // Waits (bounded, never throws) for Redis so the first requests are limited too.
+  if (rateLimiter) await rateLimiter.ready()
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const code = codeForFastifyError(err)
@@ -89,7 +105,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
       prefix: config.prefix,
       forwarder,
       bodyLimit: config.bodyLimit,
-      ...(options.rateLimitHook ? { rateLimitHook: options.rateLimitHook } : {}),
+      ...(rateLimiter ? { rateLimitHook: (route: AuthRoute) => rateLimiter.hookFor(route.method, route.path) } : {}),
     })
   })
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { buildApp } from './app.ts'
+import { buildApp, defaultRateLimitConfig } from './app.ts'
 import { ConfigError, loadCoreConfig } from './config.ts'
 
 const HELP = `authgate — Supabase Auth behind your own API origin
@@ -10,6 +10,8 @@ Usage: authgate            (configuration from the environment; see README.md)
 Core variables: PORT (8080), HOST (0.0.0.0), AUTHGATE_BACKEND_URL (http://localhost:9999),
 AUTHGATE_PREFIX (/auth), AUTHGATE_BODY_LIMIT (1mib), AUTHGATE_BACKEND_TIMEOUT (15s),
 AUTHGATE_TRUSTED_PROXIES (none), AUTHGATE_LOG_LEVEL (info).
+Rate limiting: AUTHGATE_RATE_LIMIT (30/5m), AUTHGATE_RATE_LIMITED_ROUTES, AUTHGATE_RATE_LIMIT_ROUTES,
+AUTHGATE_REDIS_URL (memory store when unset), AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR (open).
 `
 
 async function main(): Promise<void> {
@@ -17,9 +19,10 @@ async function main(): Promise<void> {
     process.stdout.write(HELP)
     return
   }
-  let config
+  let config, rateLimit
   try {
     config = loadCoreConfig(process.env)
+    rateLimit = defaultRateLimitConfig(process.env)
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
@@ -27,7 +30,7 @@ async function main(): Promise<void> {
     }
     throw err
   }
-  const app = await buildApp({ config, logger: true })
+  const app = await buildApp({ config, rateLimit, logger: true })
 
   let closing = false
   const shutdown = (signal: string) => {

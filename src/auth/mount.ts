@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { ErrorSchema, sendError } from '../errors.ts'
 import { mediaKind, parseForm, parseJson } from '../proxy/body.ts'
 import type { Forwarder } from '../proxy/forwarder.ts'
@@ -11,7 +11,7 @@ export interface MountOptions {
   forwarder: Forwarder
   bodyLimit: number
   /** Rate-limit hook per route (undefined: not limited). */
-  rateLimitHook?: (route: AuthRoute) => onRequestHookHandler | undefined
+  rateLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
   routes?: readonly AuthRoute[]
 }
 

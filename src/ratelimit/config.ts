@@ -18,7 +18,7 @@ export interface RateLimitConfig {
   onRedisError: 'open' | 'closed'
   /** IPv6 clients are keyed by this prefix: one host usually holds a whole /64. */
   ipv6PrefixLength: number
-  /** Memory store only: most buckets held at once; the least recently used go first. */
+  /** Memory store only: most buckets held at once; the least recently seen go first. */
   memoryMaxKeys: number
 }
 
@@ -26,7 +26,7 @@ type Env = Record<string, string | undefined>
 
 export const DEFAULT_RATE = '30/5m'
 const DEFAULT_REDIS_TIMEOUT_MS = 100
-const DEFAULT_MEMORY_MAX_KEYS = 1_000_000
+const DEFAULT_MEMORY_MAX_KEYS = 500_000
 const DEFAULT_KEY_PREFIX = 'authgate:rl:'
 
 /** `post  /signup` → `POST /signup`; undefined when it is not `METHOD /path`. */

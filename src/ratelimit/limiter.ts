@@ -84,7 +84,8 @@ export function createRateLimiter(config: RateLimitConfig, logger: Logger, optio
     return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       let decision: Decision
       try {
-        decision = await store.take(bucket + clientKey(request.ip, prefixLength), policy)
+        // request.ip is undefined once the socket is gone; such requests share one bucket.
+        decision = await store.take(bucket + clientKey(request.ip ?? 'unknown', prefixLength), policy)
       } catch (err) {
         counters.storeErrors++
         degraded = true

@@ -2,8 +2,10 @@ import { gcra } from './gcra.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
 import type { Decision, RateLimitStore } from './store.ts'
 
+const SWEEP_SLICE = 5_000
+
 export interface MemoryStoreOptions {
-  /** Most buckets held at once; beyond it the least recently used bucket is dropped. */
+  /** Most buckets held at once; beyond it the least recently seen bucket is dropped. */
   maxKeys?: number
   /** How often buckets that have refilled completely are dropped. */
   sweepIntervalMs?: number
@@ -21,11 +23,13 @@ export class MemoryStore implements RateLimitStore {
   readonly #maxKeys: number
   readonly #now: () => number
   readonly #timer: NodeJS.Timeout
+  #sweeping = false
+  #closed = false
 
   constructor(options: MemoryStoreOptions = {}) {
-    this.#maxKeys = options.maxKeys ?? 1_000_000
+    this.#maxKeys = options.maxKeys ?? 500_000
     this.#now = options.now ?? (() => performance.now())
-    this.#timer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 10_000)
+    this.#timer = setInterval(() => this.#sweepInSlices(), options.sweepIntervalMs ?? 10_000)
     this.#timer.unref()
   }
 
@@ -35,10 +39,12 @@ export class MemoryStore implements RateLimitStore {
 
   takeSync(key: string, policy: RateLimitPolicy): Decision {
     const now = this.#now()
-    const { tat, decision } = gcra(this.#tats.get(key), now, emissionIntervalMs(policy), policy.burst)
-    if (decision.allowed) {
-      // Delete then set moves the key to the end: Map order is then least recently used first.
-      this.#tats.delete(key)
+    const stored = this.#tats.get(key)
+    const { tat, decision } = gcra(stored, now, emissionIntervalMs(policy), policy.burst)
+    // Delete then set moves the key to the end, so Map order is least recently seen first, and a
+    // client that keeps knocking while refused is not the first to lose its bucket to the cap.
+    if (stored !== undefined) this.#tats.delete(key)
+    if (decision.allowed || stored !== undefined) {
       this.#tats.set(key, tat)
       if (this.#tats.size > this.#maxKeys) this.#tats.delete(this.#tats.keys().next().value!)
     }
@@ -62,7 +68,33 @@ export class MemoryStore implements RateLimitStore {
     return dropped
   }
 
+  /**
+   * The timer's sweep: a slice of buckets per turn of the event loop, because one pass over a
+   * full map (500,000 buckets) would hold up requests for tens of milliseconds. Map iterators
+   * tolerate deletes and inserts while paused.
+   */
+  #sweepInSlices(): void {
+    if (this.#sweeping) return
+    this.#sweeping = true
+    const entries = this.#tats.entries()
+    const slice = () => {
+      if (this.#closed) return
+      const now = this.#now()
+      for (let n = 0; n < SWEEP_SLICE; n++) {
+        const next = entries.next()
+        if (next.done) {
+          this.#sweeping = false
+          return
+        }
+        if (next.value[1] <= now) this.#tats.delete(next.value[0])
+      }
+      setImmediate(slice).unref()
+    }
+    slice()
+  }
+
   close(): Promise<void> {
+    this.#closed = true
     clearInterval(this.#timer)
     this.#tats.clear()
     return Promise.resolve()

@@ -80,4 +80,15 @@ describe('memory store', () => {
     assert.equal(store.takeSync(clientKeyOf(0), DEFAULT).remaining, 29, 'the oldest bucket was dropped')
     await store.close()
   })
+
+  it('does not let a refused client that keeps knocking lose its bucket to the cap', async () => {
+    const store = new MemoryStore({ maxKeys: 1000, sweepIntervalMs: 3_600_000 })
+    const strict: RateLimitPolicy = { name: 'default', limit: 1, windowMs: 3_600_000, burst: 1 }
+    store.takeSync('knocker', strict)
+    for (let i = 0; i < 5000; i++) {
+      store.takeSync(clientKeyOf(i), DEFAULT)
+      if (i % 100 === 0) assert.equal(store.takeSync('knocker', strict).allowed, false, `knocker let in after ${i} other clients`)
+    }
+    await store.close()
+  })
 })

@@ -10,10 +10,13 @@ export interface Harness {
   close(): Promise<void>
 }
 
-/** authgate in front of a recording fake backend. */
+/**
+ * authgate in front of a recording fake backend. Rate limiting is off unless given: these suites
+ * send many requests from one client and test forwarding (test/ratelimit tests the limiter).
+ */
 export async function withFakeBackend(config: Partial<CoreConfig> = {}, options: AuthgateOptions = {}): Promise<Harness> {
   const backend = await startFakeBackend()
-  const app = await buildApp({ ...options, config: { backendUrl: parseBackendUrl('test', backend.url), ...config } })
+  const app = await buildApp({ rateLimit: false, ...options, config: { backendUrl: parseBackendUrl('test', backend.url), ...config } })
   await app.ready()
   return {
     app,
