@@ -8,6 +8,7 @@ import { validatorCompiler } from './validation.ts'
 import { requestSerializer } from './log.ts'
 import { createRateLimiter, loadRateLimitConfig, type RateLimitConfig, type RateLimiter } from './ratelimit/index.ts'
 import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes.ts'
+import { createRegistry, registerDocs, type RegisterDocsOptions, type RouteRegistry } from './openapi/index.ts'
 
 export interface AuthgateOptions {
   /** Core settings; anything left out takes the documented default (the environment is not read). */
@@ -21,6 +22,11 @@ export interface AuthgateOptions {
    * per client, in memory. `false` turns it off.
    */
   rateLimit?: RateLimitConfig | false
+  /**
+   * The OpenAPI document and reference page (see docs/openapi.md): paths, info, servers, extra
+   * security schemes. `{ enabled: false }` serves neither; routes are still registered.
+   */
+  openapi?: RegisterDocsOptions
 }
 
 /** The default rate-limit configuration, as with an empty environment. */
@@ -30,7 +36,7 @@ export function defaultRateLimitConfig(env: Record<string, string | undefined> =
 
 declare module 'fastify' {
   interface FastifyInstance {
-    authgate: { config: CoreConfig; forwarder: Forwarder; rateLimiter: RateLimiter | undefined }
+    authgate: { config: CoreConfig; forwarder: Forwarder; rateLimiter: RateLimiter | undefined; registry: RouteRegistry }
   }
 }
 
@@ -82,10 +88,13 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     frameworkErrors: (err, request, reply) => sendError(request, reply, codeForFastifyError(err as FastifyError), err.message),
   })
   app.setValidatorCompiler(validatorCompiler)
+  // First, so that it hears every route: the auth routes, the docs' own, and the application's,
+  // including those registered after the docs.
+  const registry = options.openapi?.registry ?? createRegistry(app)
 
   const forwarder = new Forwarder({ backendUrl: config.backendUrl, timeoutMs: config.backendTimeoutMs, connections: config.backendConnections })
   const rateLimiter = options.rateLimit === false ? undefined : createRateLimiter(options.rateLimit ?? defaultRateLimitConfig(), app.log)
-  app.decorate('authgate', { config, forwarder, rateLimiter })
+  app.decorate('authgate', { config, forwarder, rateLimiter, registry })
   app.addHook('onClose', async () => {
     await forwarder.close()
     await rateLimiter?.close()
@@ -109,5 +118,6 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     })
   })
 
+  registerDocs(app, registry, options.openapi)
   return app
 }

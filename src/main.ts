@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { buildApp, defaultRateLimitConfig } from './app.ts'
 import { ConfigError, loadCoreConfig } from './config.ts'
+import { loadOpenApiConfig } from './openapi/index.ts'
 
 const HELP = `authgate — Supabase Auth behind your own API origin
 
@@ -12,6 +13,8 @@ AUTHGATE_PREFIX (/auth), AUTHGATE_BODY_LIMIT (1mib), AUTHGATE_BACKEND_TIMEOUT (1
 AUTHGATE_TRUSTED_PROXIES (none), AUTHGATE_LOG_LEVEL (info).
 Rate limiting: AUTHGATE_RATE_LIMIT (30/5m), AUTHGATE_RATE_LIMITED_ROUTES, AUTHGATE_RATE_LIMIT_ROUTES,
 AUTHGATE_REDIS_URL (memory store when unset), AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR (open).
+Documentation: AUTHGATE_OPENAPI_PATH (/openapi.json), AUTHGATE_DOCS_PATH (/docs), AUTHGATE_API_TITLE,
+AUTHGATE_API_VERSION.
 `
 
 async function main(): Promise<void> {
@@ -19,10 +22,11 @@ async function main(): Promise<void> {
     process.stdout.write(HELP)
     return
   }
-  let config, rateLimit
+  let config, rateLimit, openapi
   try {
     config = loadCoreConfig(process.env)
     rateLimit = defaultRateLimitConfig(process.env)
+    openapi = loadOpenApiConfig(process.env)
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
@@ -30,7 +34,7 @@ async function main(): Promise<void> {
     }
     throw err
   }
-  const app = await buildApp({ config, rateLimit, logger: true })
+  const app = await buildApp({ config, rateLimit, openapi, logger: true })
 
   let closing = false
   const shutdown = (signal: string) => {

@@ -31,7 +31,10 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 // Backend routes that do not read their body (backend-contract §1.0): an empty body is fine there.
 const BODY_OPTIONAL = new Set(['POST /reauthenticate', 'POST /passkeys/registration/options', 'POST /passkeys/authentication/options'])
 
-const errorResponse = (description: string, headers?: ResponseDoc['headers']) => ({ ...ErrorSchema, description, ...(headers ? { headers } : {}) })
+// The OpenAPI-style `content` form keeps each shared schema intact (one named component) while every
+// response has its own description.
+const json = (schema: unknown) => ({ content: { 'application/json': { schema } } })
+const errorResponse = (description: string, headers?: ResponseDoc['headers']) => ({ description, ...(headers ? { headers } : {}), ...json(ErrorSchema) })
 
 const RATE_LIMIT_HEADERS = {
   'Retry-After': { description: 'Seconds until a request may succeed', schema: { type: 'integer', minimum: 0 } },
@@ -42,11 +45,10 @@ const RATE_LIMIT_HEADERS = {
 function responseSchemas(route: AuthRoute, limited: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [status, doc] of Object.entries(route.responses)) {
-    const empty = Number(status) === 204 || (Number(status) >= 300 && Number(status) < 400)
     out[status] = {
       description: doc.description,
       ...(doc.headers ? { headers: doc.headers } : {}),
-      ...(doc.schema ? doc.schema : empty ? { type: 'null' } : {}),
+      ...(doc.schema ? json(doc.schema) : {}),
     }
   }
   out['400'] = errorResponse(route.kind === 'relay' ? 'Rejected by Supabase Auth' : 'Request rejected by validation or by Supabase Auth')
@@ -143,6 +145,7 @@ export function mountAuthRoutes(app: FastifyInstance, options: MountOptions): vo
         ...(route.body && route.kind === 'typed' ? { body: route.body } : {}),
         ...(route.query ? { querystring: route.query } : {}),
         ...(route.params ? { params: route.params } : {}),
+        ...(route.form ? { consumes: ['application/json', 'application/x-www-form-urlencoded'] } : {}),
         tags: [route.tag],
         summary: route.summary,
         ...(route.description ? { description: route.description } : {}),

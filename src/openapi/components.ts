@@ -7,7 +7,8 @@ import type { JsonSchema } from './types.ts'
  * become `#/components/schemas/...` references; anything left unresolvable is replaced by an
  * unconstrained schema so the document never carries a dangling reference.
  *
- * Inputs are never modified: route schemas are live Fastify objects.
+ * Inputs are never modified (route schemas are live Fastify objects): every schema node of the
+ * output is a new object; only literal values (examples, enums, defaults) are shared.
  */
 const COMPONENT_NAME = /[^A-Za-z0-9._-]+/g
 const ANNOTATIONS = new Set(['description', 'examples', 'example', 'deprecated', '$comment'])
@@ -59,6 +60,9 @@ export class ComponentCollector {
   readonly #shared: Record<string, unknown>
   readonly #byId = new Map<string, string>()
   readonly #byContent = new Map<string, string>()
+  // The same schema object (a type used by many routes) is converted once per document.
+  readonly #byNode = new Map<object, string>()
+  readonly #refsTo = new Map<string, number>()
 
   constructor(sharedSchemas: Record<string, unknown> = {}) {
     this.#shared = sharedSchemas
@@ -70,9 +74,8 @@ export class ComponentCollector {
    */
   convert(schema: unknown, asComponent = true): JsonSchema {
     if (!isRecord(schema)) return schema === false ? { not: {} } : {}
-    const root = cloneJson(schema)
-    const scope = new Scope(root)
-    return asComponent ? this.#visit(root, scope) : this.#children(root, scope)
+    const scope = new Scope(schema)
+    return asComponent ? this.#visit(schema, scope) : this.#children(schema, scope)
   }
 
   /** Adds (or finds) `schema` as a named component and returns its reference. */
@@ -95,26 +98,26 @@ export class ComponentCollector {
 
   #hoist(node: JsonSchema, scope: Scope, defName?: string): JsonSchema {
     const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
-    const done = scope.names.get(node)
+    const done = this.#byNode.get(node)
     if (done !== undefined) return ref(done)
     const id = typeof node.$id === 'string' ? node.$id : undefined
     if (id !== undefined && this.#byId.has(id)) return ref(this.#byId.get(id)!)
 
     const base = (typeof node.title === 'string' && node.title) || id || defName || 'Schema'
     const name = this.#uniqueName(base)
-    scope.names.set(node, name)
+    this.#byNode.set(node, name)
     if (id !== undefined) this.#byId.set(id, name)
     this.schemas[name] = {} // reserved while its fields are converted (a schema may refer to itself)
-    const refsBefore = scope.refsTo.get(name) ?? 0
+    const refsBefore = this.#refsTo.get(name) ?? 0
     const converted = this.#children(node, scope)
 
     // Identical schemas under one title (e.g. a response type spread into several routes with
     // different descriptions) share one component, unless the new one refers to itself.
     const key = `${base}\u0000${canonical(withoutAnnotations(converted))}`
     const same = this.#byContent.get(key)
-    if (id === undefined && same !== undefined && (scope.refsTo.get(name) ?? 0) === refsBefore) {
+    if (id === undefined && same !== undefined && (this.#refsTo.get(name) ?? 0) === refsBefore) {
       delete this.schemas[name]
-      scope.names.set(node, same)
+      this.#byNode.set(node, same)
       return ref(same)
     }
     this.#byContent.set(key, name)
@@ -133,7 +136,9 @@ export class ComponentCollector {
       } else if ((SCHEMA_SINGLES as readonly string[]).includes(key) && isRecord(value)) {
         out[key] = this.#visit(value, scope)
       } else {
-        out[key] = value
+        // Literal values (examples, enum, default, required) are copied so the document can be
+        // changed without changing the route.
+        out[key] = typeof value === 'object' && value !== null ? cloneJson(value) : value
       }
     }
     return out
@@ -170,14 +175,14 @@ export class ComponentCollector {
       }
     } else {
       target = scope.ids.get(base)
-      if (target === undefined && isRecord(this.#shared[base])) target = cloneJson(this.#shared[base] as JsonSchema)
+      if (target === undefined && isRecord(this.#shared[base])) target = this.#shared[base] as JsonSchema
       defName = base
     }
     if (target === undefined) return keep({ description: typeof node.description === 'string' ? node.description : `Unresolved reference ${raw}` })
 
     const ref = this.#hoist(target, target === scope.root ? scope : scope.withIds(target), defName)
     const name = (ref.$ref as string).slice('#/components/schemas/'.length)
-    scope.refsTo.set(name, (scope.refsTo.get(name) ?? 0) + 1)
+    this.#refsTo.set(name, (this.#refsTo.get(name) ?? 0) + 1)
     return keep(rest && rest !== '/' ? { $ref: `${ref.$ref as string}${rest}` } : ref)
   }
 }
@@ -186,16 +191,21 @@ function decodePointerToken(token: string): string {
   return decodeURIComponent(token).replace(/~1/g, '/').replace(/~0/g, '~')
 }
 
-/** The identifiers visible inside one route schema: its own `$id`s. */
+/** The identifiers visible inside one route schema: its own `$id`s (collected on first use). */
 class Scope {
   readonly root: JsonSchema
-  readonly ids = new Map<string, JsonSchema>()
-  readonly names = new Map<JsonSchema, string>()
-  readonly refsTo = new Map<string, number>()
+  #ids: Map<string, JsonSchema> | undefined
 
   constructor(root: JsonSchema) {
     this.root = root
-    collectIds(root, this.ids)
+  }
+
+  get ids(): Map<string, JsonSchema> {
+    if (!this.#ids) {
+      this.#ids = new Map()
+      collectIds(this.root, this.#ids)
+    }
+    return this.#ids
   }
 
   /** Same scope; schemas pulled in from `addSchema` bring their own `$id`s. */

@@ -20,6 +20,9 @@ export const DEFAULT_TAG_DESCRIPTIONS: Record<string, string> = {
   Auth: 'Supabase Auth core endpoints: health, settings, sign-up, sign-in and tokens, one-time codes, verification, recovery, the signed-in user, and the redirect flows of external providers.',
   OAuth: 'The OAuth 2.1 authorization server of Supabase Auth: discovery metadata, keys, authorization, tokens, dynamic client registration and userinfo.',
   Passkey: 'Passkeys (WebAuthn): registering, signing in with, listing, renaming and deleting passkeys.',
+  Public: 'Operations that need no credentials.',
+  Admin: 'Administrative operations: a valid token is not enough, the caller needs the right role.',
+  Management: 'Management operations: a valid token is not enough, the caller needs the right role.',
 }
 
 export const BEARER_AUTH = {
@@ -191,10 +194,13 @@ export function buildOpenApiDocument(entries: RouteEntry[], options: DocumentOpt
   if (options.info?.contact) info.contact = { ...options.info.contact }
   if (options.info?.license) info.license = { ...options.info.license }
 
-  const tagDescriptions = new Map<string, string | undefined>()
-  for (const t of options.tags ?? []) tagDescriptions.set(t.name, t.description ?? DEFAULT_TAG_DESCRIPTIONS[t.name])
-  for (const t of tagOrder) if (!tagDescriptions.has(t)) tagDescriptions.set(t, DEFAULT_TAG_DESCRIPTIONS[t])
-  const tags = [...tagDescriptions].map(([name, description]) => (description ? { name, description } : { name }))
+  // Tags in order of first use (the mounted auth routes come first), then any listed but unused.
+  const given = new Map((options.tags ?? []).map((t) => [t.name, t.description]))
+  const names = [...tagOrder, ...[...given.keys()].filter((n) => !tagOrder.includes(n))]
+  const tags = names.map((name) => {
+    const description = given.get(name) ?? DEFAULT_TAG_DESCRIPTIONS[name]
+    return description ? { name, description } : { name }
+  })
 
   const doc: OpenApiDocument = {
     openapi: '3.1.0',

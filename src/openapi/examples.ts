@@ -259,6 +259,8 @@ export function addGeneratedExamples(schema: unknown, name?: string, depth = 0):
     return
   }
   if (declaredExample(schema)) return
+  const types = typesOf(schema)
+  if (types.length > 0 && types.every((t) => t === 'null')) return // `null` says it all
   const value = exampleFor(schema, name)
   if (value !== undefined) schema.examples = [value]
 }

@@ -146,7 +146,9 @@ export function toOpenApi30(doc: OpenApiDocument): OpenApiDocument {
   const info: Record<string, unknown> = { ...doc.info }
   delete info.summary
   if (isRecord(info.license)) {
-    const { identifier: _i, ...license } = info.license
+    // 3.0 has no SPDX `identifier`; the SPDX page is the licence's URL.
+    const { identifier, ...license } = info.license
+    if (typeof identifier === 'string' && license.url === undefined) license.url = `https://spdx.org/licenses/${encodeURIComponent(identifier)}.html`
     info.license = license
   }
 

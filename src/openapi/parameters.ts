@@ -26,7 +26,7 @@ function objectParts(schema: JsonSchema | undefined): { properties: Record<strin
 
 function parameter(location: 'path' | 'query' | 'header', name: string, field: unknown, required: boolean, components: ComponentCollector): JsonSchema {
   const source = isRecord(field) ? field : {}
-  const { description, deprecated, example: _example, examples: _examples, ...rest } = source
+  const { description, deprecated, example: _example, examples: _examples, in: _in, ...rest } = source
   const param: JsonSchema = { name, in: location }
   if (typeof description === 'string') param.description = description
   param.required = required

@@ -33,7 +33,8 @@ function kind(schema: JsonSchema): 'string' | 'array' | 'number' | 'other' {
 
 /** A copy of `schema` with the rules applied; keeps TypeBox's markers (e.g. Optional). */
 export function withRules<T extends object>(schema: T, rules: Rules): T {
-  const out = Object.create(Object.getPrototypeOf(schema) as object | null, Object.getOwnPropertyDescriptors(schema)) as T & JsonSchema
+  const copy = Object.create(Object.getPrototypeOf(schema) as object | null, Object.getOwnPropertyDescriptors(schema)) as T
+  const out = copy as unknown as JsonSchema
   const k = kind(out)
   const fail = (rule: string): never => {
     throw new TypeError(`rule "${rule}" does not apply to a schema of type ${JSON.stringify((out as JsonSchema).type ?? 'unknown')}`)
@@ -58,5 +59,5 @@ export function withRules<T extends object>(schema: T, rules: Rules): T {
     out.format = rules.email ? 'email' : 'uri'
   }
   if ('default' in rules) out.default = rules.default
-  return out
+  return copy
 }

@@ -17,11 +17,14 @@ export interface RouteEntry {
 
 /** The route `schema` keys the builder reads (Fastify's own plus the @fastify/swagger ones). */
 export interface RouteSchema {
-  body?: JsonSchema
-  querystring?: JsonSchema
-  params?: JsonSchema
-  headers?: JsonSchema
-  response?: Record<string, JsonSchema>
+  // `object`, not JsonSchema: TypeBox types are interfaces without an index signature.
+  body?: object
+  querystring?: object
+  /** Fastify's alias of `querystring`. */
+  query?: object
+  params?: object
+  headers?: object
+  response?: Record<string | number, object>
   tags?: string[]
   summary?: string
   description?: string
@@ -67,7 +70,7 @@ export interface DocumentOptions {
   servers?: ServerOption[]
   /** Added next to `bearerAuth`; a scheme named `bearerAuth` here replaces the built-in one. */
   securitySchemes?: Record<string, SecuritySchemeOption>
-  /** Tag descriptions (and order); tags used by routes but not listed here are appended. */
+  /** Tag descriptions. Tags are listed in order of first use; listed but unused ones come last. */
   tags?: TagOption[]
   /** Schemas registered with `app.addSchema`, keyed by `$id`, so `$ref: 'User#'` can be resolved. */
   sharedSchemas?: Record<string, unknown>
@@ -81,3 +84,18 @@ export type OpenApiDocument = Record<string, unknown> & {
 }
 
 export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const
+
+// The @fastify/swagger keys a route schema may carry, so typed routes can state them.
+declare module 'fastify' {
+  interface FastifySchema {
+    tags?: readonly string[]
+    summary?: string
+    description?: string
+    operationId?: string
+    deprecated?: boolean
+    security?: ReadonlyArray<Record<string, readonly string[]>>
+    hide?: boolean
+    consumes?: readonly string[]
+    produces?: readonly string[]
+  }
+}

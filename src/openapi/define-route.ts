@@ -1,0 +1,177 @@
+import type { FastifySchema, HTTPMethods, RouteHandlerMethod, RouteOptions, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
+import type { Static, TSchema } from 'typebox'
+import { splitRequestSchema, type FieldLocation } from './request-split.ts'
+import type { JsonSchema, SecurityRequirement } from './types.ts'
+
+/**
+ * How an application declares its own typed routes beside the mounted auth routes: one object
+ * that Fastify validates with and the document builder documents. The request can be given as
+ * SEED.md's single request type with fields tagged by location (`inPath`, `inQuery`, `inHeader`,
+ * `inForm`, or the property option `{ in: 'query' }`), or as Fastify's separate schemas.
+ *
+ * ```ts
+ * app.route(defineRoute({
+ *   method: 'GET', url: '/items/:id', tags: ['Items'], summary: 'Get an item',
+ *   request: Type.Object({ id: inPath(Type.String({ format: 'uuid' })), expand: inQuery(Type.Optional(Type.Boolean())) }),
+ *   response: Item,
+ *   responses: [{ status: 404, description: 'No such item', example: { code: 404, msg: 'not found' } }],
+ *   handler: async (request) => findItem(request.params.id),
+ * }))
+ * ```
+ */
+
+/** Marks a property with its location, keeping TypeBox's markers (Optional, ...) intact. */
+function tag<T extends TSchema, L extends FieldLocation>(schema: T, location: L): T & { in: L } {
+  const copy = Object.create(Object.getPrototypeOf(schema) as object | null, Object.getOwnPropertyDescriptors(schema)) as T & { in: L }
+  ;(copy as { in: L }).in = location
+  return copy
+}
+export const inPath = <T extends TSchema>(schema: T) => tag(schema, 'path')
+export const inQuery = <T extends TSchema>(schema: T) => tag(schema, 'query')
+export const inHeader = <T extends TSchema>(schema: T) => tag(schema, 'header')
+export const inForm = <T extends TSchema>(schema: T) => tag(schema, 'form')
+
+/** A response documented by status, description and example (SEED.md §4.5 "explicit response"). */
+export interface ExplicitResponse {
+  status: number | string
+  description?: string
+  /** Documented as given; without `schema`, the schema is derived from it. */
+  example?: unknown
+  schema?: TSchema | JsonSchema
+  /** Response headers: `{ Name: { description, schema } }` or `{ Name: jsonSchema }`. */
+  headers?: Record<string, JsonSchema>
+}
+
+type Props<T> = T extends { properties: infer P } ? P : Record<never, never>
+type KeysIn<P, L> = { [K in keyof P]: P[K] extends { in: L } ? K : never }[keyof P]
+type BodyKeys<P> = { [K in keyof P]: P[K] extends { in: 'path' | 'query' | 'header' | 'form' } ? never : K }[keyof P]
+type PartOf<T, K> = [K] extends [never] ? unknown : T extends TSchema ? Pick<Static<T>, Extract<K, keyof Static<T>>> : unknown
+type StaticOr<T> = T extends TSchema ? Static<T> : unknown
+
+/** What a handler may send for an explicit response: its schema's type, else its example's type. */
+type ExplicitReply<E> = E extends { schema: infer S } ? StaticOr<S> : E extends { example: infer X } ? X : never
+
+export interface RouteGenericOf<Req, P, Q, H, B, R, E = never> {
+  Params: PartOf<Req, KeysIn<Props<Req>, 'path'>> & StaticOr<P>
+  Querystring: PartOf<Req, KeysIn<Props<Req>, 'query'>> & StaticOr<Q>
+  Headers: PartOf<Req, KeysIn<Props<Req>, 'header'>> & StaticOr<H>
+  Body: PartOf<Req, BodyKeys<Props<Req>> | KeysIn<Props<Req>, 'form'>> & StaticOr<B>
+  /** Unknown when the route declares no responses at all. */
+  Reply: [R] extends [undefined] ? ([E] extends [never] ? unknown : ExplicitReply<E>) : StaticOr<R> | ExplicitReply<E>
+}
+
+type FastifyRouteOptions<G extends RouteGenericOf<unknown, unknown, unknown, unknown, unknown, unknown, unknown>> = RouteOptions<
+  RawServerDefault,
+  RawRequestDefaultExpression<RawServerDefault>,
+  RawReplyDefaultExpression<RawServerDefault>,
+  G
+>
+
+export interface RouteDefinition<Req, P, Q, H, B, R, E extends ExplicitResponse = ExplicitResponse> {
+  method: HTTPMethods | HTTPMethods[]
+  url: string
+  /** SEED.md's request type: an object whose fields carry `in` tags; untagged fields are the JSON body. */
+  request?: Req
+  params?: P
+  querystring?: Q
+  headers?: H
+  body?: B
+  /** The success response type, documented (and serialised by Fastify) as `status` (default 200). */
+  response?: R
+  status?: number
+  responses?: readonly E[]
+  tags?: string[]
+  summary?: string
+  description?: string
+  operationId?: string
+  deprecated?: boolean
+  /** `[]` for a public operation, `[{ bearerAuth: [] }]`, or any scheme declared in the options. */
+  security?: SecurityRequirement[]
+  consumes?: string[]
+  produces?: string[]
+  /** Leave the route out of the document. */
+  hide?: boolean
+  handler: RouteHandlerMethod<RawServerDefault, RawRequestDefaultExpression<RawServerDefault>, RawReplyDefaultExpression<RawServerDefault>, RouteGenericOf<Req, P, Q, H, B, R, E>>
+  /** Any other Fastify route option (preHandler, config, bodyLimit, ...). */
+  options?: Omit<FastifyRouteOptions<RouteGenericOf<Req, P, Q, H, B, R, E>>, 'method' | 'url' | 'schema' | 'handler'>
+}
+
+const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+function merge(a: JsonSchema | undefined, b: unknown): JsonSchema | undefined {
+  if (!isRecord(b)) return a
+  if (!a) return b
+  const props = { ...(isRecord(b.properties) ? b.properties : {}), ...(isRecord(a.properties) ? a.properties : {}) }
+  const required = [...new Set([...(Array.isArray(b.required) ? b.required : []), ...(Array.isArray(a.required) ? a.required : [])])]
+  return { ...b, type: 'object', properties: props, ...(required.length > 0 ? { required } : {}) }
+}
+
+export function defineRoute<
+  Req extends TSchema | undefined = undefined,
+  P extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  H extends TSchema | undefined = undefined,
+  B extends TSchema | undefined = undefined,
+  R extends TSchema | undefined = undefined,
+  E extends ExplicitResponse = never,
+>(def: RouteDefinition<Req, P, Q, H, B, R, E>): FastifyRouteOptions<RouteGenericOf<Req, P, Q, H, B, R, E>> {
+  const methods = (Array.isArray(def.method) ? def.method : [def.method]).map((m) => m.toUpperCase())
+  const schema: FastifySchema & JsonSchema = {}
+
+  let params: JsonSchema | undefined
+  let querystring: JsonSchema | undefined
+  let headers: JsonSchema | undefined
+  let body: JsonSchema | undefined
+  let consumes = def.consumes
+  if (def.request !== undefined) {
+    const split = splitRequestSchema(def.request as unknown as JsonSchema)
+    if (split.body && split.form) throw new TypeError(`${def.url}: a request type cannot mix JSON body fields with form fields (tag them all inForm, or none)`)
+    params = split.params
+    querystring = split.querystring
+    headers = split.headers
+    body = split.body ?? split.form
+    if (split.form && !consumes) consumes = ['application/x-www-form-urlencoded']
+  }
+  params = merge(params, def.params)
+  querystring = merge(querystring, def.querystring)
+  headers = merge(headers, def.headers)
+  body = merge(body, def.body)
+
+  if (body && methods.some((m) => m === 'GET' || m === 'HEAD')) {
+    throw new TypeError(`${def.url}: GET and HEAD requests have no body; tag the fields inQuery, inPath or inHeader`)
+  }
+  if (params) schema.params = params
+  if (querystring) schema.querystring = querystring
+  if (headers) schema.headers = headers
+  if (body) schema.body = body
+
+  const response: Record<string, unknown> = {}
+  if (def.response !== undefined) response[String(def.status ?? 200)] = def.response
+  for (const r of def.responses ?? []) {
+    const entry: JsonSchema = { ...((r.schema as JsonSchema | undefined) ?? {}) }
+    if (r.description !== undefined) entry.description = r.description
+    // `examples` (not OpenAPI's `example`): Fastify's Ajv is strict and knows only JSON Schema keywords.
+    if (r.example !== undefined) entry.examples = [r.example]
+    if (r.headers) entry.headers = r.headers
+    response[String(r.status)] = entry
+  }
+  if (Object.keys(response).length > 0) schema.response = response
+
+  if (def.tags) schema.tags = def.tags
+  if (def.summary !== undefined) schema.summary = def.summary
+  if (def.description !== undefined) schema.description = def.description
+  if (def.operationId !== undefined) schema.operationId = def.operationId
+  if (def.deprecated) schema.deprecated = true
+  if (def.security) schema.security = def.security
+  if (consumes) schema.consumes = consumes
+  if (def.produces) schema.produces = def.produces
+  if (def.hide) schema.hide = true
+
+  return {
+    ...(def.options ?? {}),
+    method: def.method,
+    url: def.url,
+    schema,
+    handler: def.handler,
+  } as FastifyRouteOptions<RouteGenericOf<Req, P, Q, H, B, R, E>>
+}
