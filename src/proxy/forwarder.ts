@@ -1,4 +1,3 @@
-import { pipeline } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Pool } from 'undici'
 import { sendError } from '../errors.ts'
@@ -121,9 +120,20 @@ export class Forwarder {
       res.destroy()
       return
     }
-    pipeline(response.body, res, (err) => {
+    // Hand-rolled piping: stream.pipeline allocates an AbortController per call and aborts it on
+    // success, building a DOMException every time (visible in profiles as ~4% of the hot path).
+    const body = response.body
+    body.on('data', (chunk: Buffer) => {
+      if (!res.write(chunk)) body.pause()
+    })
+    res.on('drain', () => body.resume())
+    body.on('end', () => {
       reply.raw.off('close', onClose)
-      if (err && !abort.signal.aborted) request.log.warn({ err: { code: (err as { code?: string }).code, message: err.message } }, 'relaying the backend body failed')
+      res.end()
+    })
+    body.on('error', (err: Error & { code?: string }) => {
+      if (!abort.signal.aborted) request.log.warn({ err: { code: err.code, message: err.message } }, 'relaying the backend body failed')
+      res.destroy()
     })
   }
 }
