@@ -71,6 +71,39 @@ describe('backend answers pass through unchanged', () => {
   })
 })
 
+describe('backpressure over real sockets', () => {
+  test('a slow client receives a large body intact, and small bodies arrive in one piece', async () => {
+    const h = await withFakeBackend()
+    try {
+      const big = Buffer.alloc(8 * 1024 * 1024)
+      for (let i = 0; i < big.length; i++) big[i] = i % 251
+      h.backend.handler = (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/octet-stream' })
+        res.end(big)
+      }
+      await h.app.listen({ port: 0, host: '127.0.0.1' })
+      const port = (h.app.server.address() as AddressInfo).port
+      const { request } = await import('node:http')
+      const received = await new Promise<Buffer>((resolve, reject) => {
+        request({ port, path: '/auth/settings' }, (res) => {
+          const chunks: Buffer[] = []
+          res.pause()
+          // Let authgate's writes back up before reading anything.
+          setTimeout(() => {
+            res.on('data', (c: Buffer) => chunks.push(c))
+            res.on('end', () => resolve(Buffer.concat(chunks)))
+            res.resume()
+          }, 300)
+        }).on('error', reject).end()
+      })
+      assert.equal(received.length, big.length)
+      assert.ok(received.equals(big))
+    } finally {
+      await h.close()
+    }
+  })
+})
+
 describe('request headers', () => {
   let h: Harness
   before(async () => {
