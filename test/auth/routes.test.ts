@@ -48,12 +48,13 @@ test('optional booleans stay optional', () => {
   assert.ok(!(token.required ?? []).includes('link_identity'))
 })
 
-test('the table has one entry per method and path, every one tagged, summarised and with a success response', () => {
+test('the table has one entry per method and path, every one tagged, summarised, described and with a success response', () => {
   const names = AUTH_ROUTES.map(routeName)
   assert.equal(new Set(names).size, names.length)
   for (const r of AUTH_ROUTES) {
     assert.ok(['Auth', 'OAuth', 'Passkey'].includes(r.tag))
     assert.ok(r.summary.length > 0)
+    assert.ok((r.description ?? '').length > 20, `${routeName(r)} has no description`)
     assert.ok(Object.keys(r.responses).some((s) => Number(s) < 400))
   }
 })
