@@ -30,7 +30,4 @@ export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart
 }
 
 /** Auth routes validate only bodies; the backend judges query strings, which are forwarded raw. */
-export const authValidatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
-  if (httpPart !== 'body') return () => true
-  return bodyAjv.compile(schema as object)
-}
+export const authValidatorCompiler: FastifySchemaCompiler<any> = (route) => (route.httpPart === 'body' ? validatorCompiler(route) : () => true)

@@ -28,8 +28,6 @@ declare module 'fastify' {
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
-// Backend routes that do not read their body (backend-contract §1.0): an empty body is fine there.
-const BODY_OPTIONAL = new Set(['POST /reauthenticate', 'POST /passkeys/registration/options', 'POST /passkeys/authentication/options'])
 
 // The OpenAPI-style `content` form keeps each shared schema intact (one named component) while every
 // response has its own description.
@@ -66,7 +64,7 @@ function responseSchemas(route: AuthRoute, limited: boolean): Record<string, unk
 
 /** Content-type check and parse for validation; the raw bytes stay on the request for forwarding. */
 function bodyHook(route: AuthRoute) {
-  const optional = BODY_OPTIONAL.has(`${route.method} ${route.path}`)
+  const optional = route.bodyOptional === true
   return async function parseBody(request: FastifyRequest, reply: FastifyReply) {
     const raw = request.body as Buffer | undefined
     request.rawBody = raw
@@ -109,10 +107,10 @@ export function mountAuthRoutes(app: FastifyInstance, options: MountOptions): vo
     const limiter = options.rateLimitHook?.(route)
     const config: AuthRouteConfig = { authgate: { template: route.path, kind: route.kind, tag: route.tag, rateLimited: limiter !== undefined } }
 
+    const idBase = hasParam ? prefix + route.path.slice(0, route.path.indexOf('/{id}')) : ''
     const forward = hasParam
       ? async (request: FastifyRequest, reply: FastifyReply) => {
-          const base = prefix + route.path.slice(0, route.path.indexOf('/{id}'))
-          const segment = rawSegmentAfter(request.raw.url ?? '', base)
+          const segment = rawSegmentAfter(request.raw.url ?? '', idBase)
           const checked = segment === undefined ? { ok: false as const, reason: 'missing id' } : checkIdSegment(segment)
           if (!checked.ok) return sendError(request, reply, 'validation_failed', `Invalid passkey id: ${checked.reason}`)
           const path = (route.backend?.path ?? route.path).replace('{id}', checked.encoded)

@@ -30,6 +30,8 @@ export interface AuthRoute {
   description?: string
   /** Request body type. Absent: the backend reads no body and any body is forwarded untouched. */
   body?: TSchema
+  /** The backend does not read the body (backend-contract §1.0): an empty one is accepted. */
+  bodyOptional?: boolean
   /** Query parameters, documented only: the raw query string is always forwarded and the backend checks it. */
   query?: TSchema
   params?: TSchema
@@ -89,7 +91,7 @@ export const AUTH_ROUTES: readonly AuthRoute[] = [
   { method: 'PUT', path: '/user', kind: 'typed', tag: 'Auth', summary: 'Update the signed-in user', description: 'Changes e-mail, phone, password or `user_metadata` (`data`). An e-mail or phone change is confirmed by a message to the new address.', body: req.UpdateUserRequest, query: redirectQuery, responses: ok('The updated user', UserObject), bearer: true, rateLimited: false },
   { method: 'GET', path: '/reauthenticate', kind: 'typed', tag: 'Auth', summary: 'Send a reauthentication code', description: 'Sends a one-time code to the user\'s e-mail or phone, to be given as `nonce` to `PUT /user` when a password change requires reauthentication.', responses: ok('Sent', MessageResponse), bearer: true, rateLimited: false },
   {
-    method: 'POST', path: '/reauthenticate', kind: 'typed', tag: 'Auth', summary: 'Send a reauthentication code (POST form)',
+    method: 'POST', path: '/reauthenticate', kind: 'typed', tag: 'Auth', summary: 'Send a reauthentication code (POST form)', bodyOptional: true,
     description: 'Supabase Auth only serves `GET /reauthenticate`; this route reaches it as a GET, without the body.',
     body: req.ReauthenticateRequest, responses: ok('Sent', MessageResponse), bearer: true, rateLimited: false,
     backend: { method: 'GET' },
@@ -149,9 +151,9 @@ export const AUTH_ROUTES: readonly AuthRoute[] = [
 
   // SEED.md §4.4: passkeys
   { method: 'GET', path: '/passkeys', kind: 'typed', tag: 'Passkey', summary: "List the user's passkeys", description: 'The passkeys registered by the signed-in user.', responses: ok('Passkeys', pk.PasskeyListResponse), bearer: true, rateLimited: false },
-  { method: 'POST', path: '/passkeys/registration/options', kind: 'typed', tag: 'Passkey', summary: 'Start a passkey registration', description: 'Creation options for `navigator.credentials.create()`. The WebAuthn relying party is the origin users see, so `GOTRUE_WEBAUTHN_RP_ORIGINS` must include authgate\'s public origin.', body: pk.PasskeyRegistrationOptionsRequest, responses: ok('Creation options', pk.PasskeyRegistrationOptionsResponse), bearer: true, rateLimited: false },
+  { method: 'POST', path: '/passkeys/registration/options', kind: 'typed', tag: 'Passkey', summary: 'Start a passkey registration', bodyOptional: true, description: 'Creation options for `navigator.credentials.create()`. The WebAuthn relying party is the origin users see, so `GOTRUE_WEBAUTHN_RP_ORIGINS` must include authgate\'s public origin.', body: pk.PasskeyRegistrationOptionsRequest, responses: ok('Creation options', pk.PasskeyRegistrationOptionsResponse), bearer: true, rateLimited: false },
   { method: 'POST', path: '/passkeys/registration/verify', kind: 'typed', tag: 'Passkey', summary: 'Finish a passkey registration', description: 'Checks the new credential against the challenge and stores the passkey.', body: pk.PasskeyRegistrationVerifyRequest, responses: ok('The new passkey', pk.PasskeyRegistrationVerifyResponse), bearer: true, rateLimited: false },
-  { method: 'POST', path: '/passkeys/authentication/options', kind: 'typed', tag: 'Passkey', summary: 'Start a passkey sign-in', description: 'Request options for `navigator.credentials.get()` with a discoverable credential: no user needs to be named.', body: pk.PasskeyAuthenticationOptionsRequest, responses: ok('Request options', pk.PasskeyAuthenticationOptionsResponse), bearer: false, rateLimited: true },
+  { method: 'POST', path: '/passkeys/authentication/options', kind: 'typed', tag: 'Passkey', summary: 'Start a passkey sign-in', bodyOptional: true, description: 'Request options for `navigator.credentials.get()` with a discoverable credential: no user needs to be named.', body: pk.PasskeyAuthenticationOptionsRequest, responses: ok('Request options', pk.PasskeyAuthenticationOptionsResponse), bearer: false, rateLimited: true },
   { method: 'POST', path: '/passkeys/authentication/verify', kind: 'typed', tag: 'Passkey', summary: 'Finish a passkey sign-in', description: 'Checks the assertion against the challenge and returns a session.', body: pk.PasskeyAuthenticationVerifyRequest, responses: ok('New session', SessionResponse), bearer: false, rateLimited: true },
   { method: 'PATCH', path: '/passkeys/{id}', kind: 'typed', tag: 'Passkey', summary: 'Rename a passkey', description: 'Sets the passkey\'s display name. The id must be a single path segment; anything else is rejected before reaching the backend.', params: pk.PasskeyIdParams, body: pk.PasskeyUpdateRequest, responses: ok('The renamed passkey', pk.PasskeyRegistrationVerifyResponse), bearer: true, rateLimited: false },
   { method: 'DELETE', path: '/passkeys/{id}', kind: 'typed', tag: 'Passkey', summary: 'Delete a passkey', description: 'Removes the passkey. The id must be a single path segment; anything else is rejected before reaching the backend.', params: pk.PasskeyIdParams, responses: noContent('Deleted'), bearer: true, rateLimited: false },

@@ -7,6 +7,7 @@ import type { FastifyRequest } from 'fastify'
  * dual-stack listener keys one client one way (rate limits) and Supabase Auth records a plain IPv4.
  */
 export function clientIp(request: FastifyRequest): string {
-  const ip = request.ip
+  // request.ip is undefined once the socket is gone (despite its type).
+  const ip = (request.ip as string | undefined) ?? 'unknown'
   return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip
 }

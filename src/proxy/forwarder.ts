@@ -171,14 +171,15 @@ export class Forwarder {
  * headers) unless the backend sent the same name.
  */
 function mergeOwnHeaders(raw: Buffer[], own: Record<string, unknown>): string[] {
-  const { names, values } = inboundResponseHeaders(raw)
-  const flat: string[] = []
-  for (let i = 0; i < names.length; i++) flat.push(names[i]!, values[i]!)
+  const flat = inboundResponseHeaders(raw)
   let seen: Set<string> | undefined
   for (const name in own) {
     const value = own[name]
     if (value === undefined) continue
-    seen ??= new Set(names.map((n) => n.toLowerCase()))
+    if (seen === undefined) {
+      seen = new Set()
+      for (let i = 0; i < flat.length; i += 2) seen.add(flat[i]!.toLowerCase())
+    }
     if (seen.has(name.toLowerCase())) continue
     if (Array.isArray(value)) for (const v of value) flat.push(name, String(v))
     else flat.push(name, String(value))

@@ -79,24 +79,23 @@ export function outboundRequestHeaders(rawHeaders: string[], headers: IncomingHt
 }
 
 /**
- * The response headers relayed to the client, from undici's raw list (Buffers, order and
- * duplicates kept: every Set-Cookie stays its own line).
+ * The response headers relayed to the client as a flat [name, value, ...] list (what
+ * `res.writeHead` takes), from undici's raw list: order and duplicates kept, so every Set-Cookie
+ * stays its own line.
  */
-export function inboundResponseHeaders(raw: Buffer[]): { names: string[]; values: string[] } {
+export function inboundResponseHeaders(raw: Buffer[]): string[] {
   let named: Set<string> | undefined
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]!.length === 10 && raw[i]!.toString('latin1').toLowerCase() === 'connection') {
       named = connectionTokens([...(named ?? []), raw[i + 1]!.toString('latin1')].join(','))
     }
   }
-  const names: string[] = []
-  const values: string[] = []
+  const out: string[] = []
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toString('latin1')
     const lower = name.toLowerCase()
     if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue
-    names.push(name)
-    values.push(raw[i + 1]!.toString('latin1'))
+    out.push(name, raw[i + 1]!.toString('latin1'))
   }
-  return { names, values }
+  return out
 }

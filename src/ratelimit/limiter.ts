@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import { sendError } from '../errors.ts'
+import { clientIp } from '../proxy/client-ip.ts'
 import { clientKey } from './client-key.ts'
 import type { RateLimitConfig } from './config.ts'
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './headers.ts'
@@ -84,8 +85,8 @@ export function createRateLimiter(config: RateLimitConfig, logger: Logger, optio
     return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       let decision: Decision
       try {
-        // request.ip is undefined once the socket is gone; such requests share one bucket.
-        decision = await store.take(bucket + clientKey(request.ip ?? 'unknown', prefixLength), policy)
+        // The same derived client IP the forwarder sends to the backend.
+        decision = await store.take(bucket + clientKey(clientIp(request), prefixLength), policy)
       } catch (err) {
         counters.storeErrors++
         degraded = true
