@@ -16,7 +16,13 @@ import { parseArgs } from 'node:util'
 import { buildApp } from '../src/app.ts'
 import { parseBackendUrl } from '../src/config.ts'
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '5' }, connections: { type: 'string', default: '32' }, rounds: { type: 'string', default: '3' } } })
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '32' },
+    rounds: { type: 'string', default: '3' },
+  },
+})
 
 for (const bin of ['nginx', 'wrk']) {
   if (spawnSync('which', [bin]).status !== 0) {
@@ -60,19 +66,32 @@ http {
 }
 `,
 )
-writeFileSync(join(dir, 'post.lua'), `wrk.method = "POST"\nwrk.body = '{"email":"user@example.com","password":"correct-horse-battery"}'\nwrk.headers["Content-Type"] = "application/json"\n`)
+writeFileSync(
+  join(dir, 'post.lua'),
+  `wrk.method = "POST"\nwrk.body = '{"email":"user@example.com","password":"correct-horse-battery"}'\nwrk.headers["Content-Type"] = "application/json"\n`,
+)
 
 const nginx = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' })
 await new Promise((r) => setTimeout(r, 500))
 
-const app = await buildApp({ config: { backendUrl: parseBackendUrl('bench', `http://127.0.0.1:${BACKEND_PORT}`), backendConnections: 64 }, rateLimit: false })
+const app = await buildApp({
+  config: { backendUrl: parseBackendUrl('bench', `http://127.0.0.1:${BACKEND_PORT}`), backendConnections: 64 },
+  rateLimit: false,
+})
 await app.listen({ port: 0, host: '127.0.0.1' })
 const authgatePort = (app.server.address() as { port: number }).port
 
 /** wrk in a child process, so authgate's event loop is not shared with the load generator's parsing. */
 function wrk(port: number, path: string, post: boolean): Promise<{ rps: number; p50: string; p99: string }> {
   return new Promise((resolve, reject) => {
-    const args = ['-t1', `-c${values.connections}`, `-d${values.duration}s`, '--latency', ...(post ? ['-s', join(dir, 'post.lua')] : []), `http://127.0.0.1:${port}${path}`]
+    const args = [
+      '-t1',
+      `-c${values.connections}`,
+      `-d${values.duration}s`,
+      '--latency',
+      ...(post ? ['-s', join(dir, 'post.lua')] : []),
+      `http://127.0.0.1:${port}${path}`,
+    ]
     const child = spawn('wrk', args)
     let out = ''
     child.stdout.on('data', (c) => (out += c))
@@ -102,9 +121,15 @@ try {
       n.push(lastN.rps)
     }
     const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!
-    console.log(`\n${name}  (${values.connections} connections, ${values.rounds} × ${values.duration}s each, interleaved)`)
-    console.log(`  authgate  median ${med(a).toFixed(0)} req/s  [${a.map((x) => x.toFixed(0)).join(', ')}]  last p50 ${lastA!.p50} p99 ${lastA!.p99}`)
-    console.log(`  nginx     median ${med(n).toFixed(0)} req/s  [${n.map((x) => x.toFixed(0)).join(', ')}]  last p50 ${lastN!.p50} p99 ${lastN!.p99}`)
+    console.log(
+      `\n${name}  (${values.connections} connections, ${values.rounds} × ${values.duration}s each, interleaved)`,
+    )
+    console.log(
+      `  authgate  median ${med(a).toFixed(0)} req/s  [${a.map((x) => x.toFixed(0)).join(', ')}]  last p50 ${lastA!.p50} p99 ${lastA!.p99}`,
+    )
+    console.log(
+      `  nginx     median ${med(n).toFixed(0)} req/s  [${n.map((x) => x.toFixed(0)).join(', ')}]  last p50 ${lastN!.p50} p99 ${lastN!.p99}`,
+    )
     console.log(`  ratio authgate/nginx: ${(med(a) / med(n)).toFixed(2)}`)
   }
 } finally {

@@ -14,7 +14,9 @@ import type { RateLimitPolicy } from '../src/ratelimit/policy.ts'
 import { RedisStore } from '../src/ratelimit/redis-store.ts'
 import type { RateLimitStore } from '../src/ratelimit/store.ts'
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '2' }, redis: { type: 'string', default: 'redis://127.0.0.1:6379' } } })
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '2' }, redis: { type: 'string', default: 'redis://127.0.0.1:6379' } },
+})
 const SECONDS = Number(values.seconds)
 const POLICY: RateLimitPolicy = { name: 'default', limit: 30, windowMs: 300_000, burst: 30 }
 const CLIENTS = 10_000
@@ -32,7 +34,12 @@ interface Row {
 const rows: Row[] = []
 
 function record(store: string, mode: string, count: number, ms: number, inFlight: number) {
-  rows.push({ store, mode, decisionsPerSecond: Math.round((count / ms) * 1000), meanLatencyUs: Math.round(((ms * 1000) / count) * inFlight) })
+  rows.push({
+    store,
+    mode,
+    decisionsPerSecond: Math.round((count / ms) * 1000),
+    meanLatencyUs: Math.round(((ms * 1000) / count) * inFlight),
+  })
 }
 
 async function measure(store: RateLimitStore, name: string, inFlight: number) {

@@ -29,7 +29,9 @@ describe('real Supabase Auth backend', () => {
         "WHERE table_schema = 'auth' AND table_name IN ('users', 'schema_migrations', 'webauthn_credentials')",
     )
     assert.equal(tables, 'schema_migrations,users,webauthn_credentials')
-    const applied = Number(await runPsql(postgresTarget(), server.database, 'SELECT count(*) FROM auth.schema_migrations'))
+    const applied = Number(
+      await runPsql(postgresTarget(), server.database, 'SELECT count(*) FROM auth.schema_migrations'),
+    )
     assert.ok(applied > 60, `only ${applied} migrations applied`)
   })
 

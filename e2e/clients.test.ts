@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { GoTrueClient } from '@supabase/auth-js'
 import { createClient } from '@supabase/supabase-js'
 import { recordingFetch } from './support/recording-fetch.ts'
-import { startGateway, startStack, type Stack } from './support/stack.ts'
+import { startGateway, startStack, type Gateway, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
 import { TEST_PHONE_OTPS } from './support/supabase-auth-env.ts'
 
@@ -61,18 +61,24 @@ describe('official clients through authgate', () => {
       assert.equal(error?.status, 422)
     })
 
-    it('refuses a 5-character password itself (SEED.md) where Supabase Auth says weak_password', needsBackend, async () => {
-      const { error } = await client.signUp({ email: 'short@example.com', password: 'abcde' })
-      assert.equal(error?.status, 400)
-      assert.equal(error?.code, 'validation_failed')
-      const direct = await fetch(`${stack.backend.url}/signup`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'short@example.com', password: 'abcde' }),
-      })
-      assert.equal(direct.status, 422)
-      assert.equal(((await direct.json()) as { error_code?: string }).error_code, 'weak_password')
-    })
+    it(
+      'refuses a 5-character password itself, in the words Supabase Auth uses (422 weak_password)',
+      needsBackend,
+      async () => {
+        const { error } = await client.signUp({ email: 'short@example.com', password: 'abcde' })
+        assert.equal(error?.status, 422)
+        assert.equal(error?.code, 'weak_password')
+        assert.deepEqual((error as { reasons?: string[] } | null)?.reasons, ['length'])
+        assert.deepEqual(recorder.last(), { method: 'POST', target: '/auth/signup', status: 422 })
+        const direct = await fetch(`${stack.backend.url}/signup`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'short@example.com', password: 'abcde' }),
+        })
+        assert.equal(direct.status, 422)
+        assert.equal(((await direct.json()) as { error_code?: string }).error_code, 'weak_password')
+      },
+    )
 
     it('signs in with the password', needsBackend, async () => {
       const { data, error } = await client.signInWithPassword({ email, password: PASSWORD })
@@ -133,22 +139,26 @@ describe('official clients through authgate', () => {
       assert.deepEqual(recorder.last(), { method: 'GET', target: '/auth/reauthenticate', status: 200 })
     })
 
-    it('serves POST /reauthenticate (SEED.md) although Supabase Auth only has GET', needsBackend, async () => {
-      const { data } = await client.getSession()
-      const token = data.session?.access_token
-      assert.ok(token)
-      const init = {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: '{}',
-      }
-      const direct = await fetch(`${stack.backend.url}/reauthenticate`, init)
-      await direct.body?.cancel()
-      assert.equal(direct.status, 405, 'Supabase Auth has no POST /reauthenticate')
-      const viaGateway = await fetch(`${stack.url}/auth/reauthenticate`, init)
-      assert.equal(viaGateway.status, 200)
-      assert.deepEqual(await viaGateway.json(), {})
-    })
+    it(
+      'serves POST /reauthenticate (docs/decisions.md, D8) although Supabase Auth only has GET',
+      needsBackend,
+      async () => {
+        const { data } = await client.getSession()
+        const token = data.session?.access_token
+        assert.ok(token)
+        const init = {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: '{}',
+        }
+        const direct = await fetch(`${stack.backend.url}/reauthenticate`, init)
+        await direct.body?.cancel()
+        assert.equal(direct.status, 405, 'Supabase Auth has no POST /reauthenticate')
+        const viaGateway = await fetch(`${stack.url}/auth/reauthenticate`, init)
+        assert.equal(viaGateway.status, 200)
+        assert.deepEqual(await viaGateway.json(), {})
+      },
+    )
 
     it('signs out (204) and the old session is gone', needsBackend, async () => {
       const { error } = await client.signOut()
@@ -193,7 +203,11 @@ describe('official clients through authgate', () => {
       assert.equal(resent.messageId, 'test-otp')
       assert.deepEqual(recorder.last(), { method: 'POST', target: '/auth/resend', status: 200 })
 
-      const { data, error: verifyError } = await client.verifyOtp({ phone: `+${phone}`, token: otpFor(phone), type: 'sms' })
+      const { data, error: verifyError } = await client.verifyOtp({
+        phone: `+${phone}`,
+        token: otpFor(phone),
+        type: 'sms',
+      })
       assert.equal(verifyError, null)
       assert.ok(data.session)
       await client.signOut()
@@ -201,7 +215,7 @@ describe('official clients through authgate', () => {
   })
 
   describe('@supabase/supabase-js createClient with authgate at /auth/v1', () => {
-    let gateway: { app: { close(): Promise<void> }; url: string } | undefined
+    let gateway: Gateway | undefined
 
     before(async () => {
       if (unavailable !== undefined) return
@@ -209,7 +223,7 @@ describe('official clients through authgate', () => {
     })
 
     after(async () => {
-      await gateway?.app.close()
+      await gateway?.close()
     })
 
     it('signs up, signs in and reads the user', needsBackend, async () => {

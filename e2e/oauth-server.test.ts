@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { GoTrueClient } from '@supabase/auth-js'
 import * as oauth from 'oauth4webapi'
 import { decodeJws, verifyJwsWithJwks } from './support/jws.ts'
+import { recordingFetch } from './support/recording-fetch.ts'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
 import { OAUTH_CONSENT_PATH } from './support/supabase-auth-env.ts'
@@ -10,6 +12,8 @@ const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }
 
 const REDIRECT_URI = 'http://localhost:3000/oauth/callback'
+const USER_EMAIL = 'oauth-user@example.com'
+const USER_PASSWORD = 'correct-horse-battery-2'
 const insecure = { [oauth.allowInsecureRequests]: true }
 
 /**
@@ -22,7 +26,6 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
   let as: oauth.AuthorizationServer
   let client: oauth.Client
   let clientSecret = ''
-  let userToken = ''
   let userId = ''
   const codeVerifier = oauth.generateRandomCodeVerifier()
   const state = oauth.generateRandomState()
@@ -30,6 +33,8 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
   let authorizationId = ''
   let callbackUrl: URL
   let tokens: oauth.TokenEndpointResponse
+  let latestRefreshToken = ''
+  let consentClient: GoTrueClient | undefined
 
   before(async () => {
     if (unavailable !== undefined) return
@@ -38,10 +43,13 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
     const response = await fetch(`${stack.url}/auth/signup`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'oauth-user@example.com', password: 'correct-horse-battery-2', data: { name: 'Olivia' } }),
+      body: JSON.stringify({
+        email: USER_EMAIL,
+        password: USER_PASSWORD,
+        data: { name: 'Olivia' },
+      }),
     })
-    const session = (await response.json()) as { access_token: string; user: { id: string } }
-    userToken = session.access_token
+    const session = (await response.json()) as { user: { id: string } }
     userId = session.user.id
   })
 
@@ -49,27 +57,32 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
     await stack?.stop()
   })
 
-  it('discovers the server at /.well-known/oauth-authorization-server', needsBackend, async () => {
-    const response = await fetch(`${stack.url}/auth/.well-known/oauth-authorization-server`)
-    as = await oauth.processDiscoveryResponse(issuer, response)
-    assert.equal(as.issuer, stack.publicUrl)
-    assert.equal(as.token_endpoint, `${stack.publicUrl}/oauth/token`)
-    assert.equal(as.registration_endpoint, `${stack.publicUrl}/oauth/clients/register`)
-    assert.ok(as.code_challenge_methods_supported?.includes('S256'))
+  it(
+    'discovers the server with RFC 8414 path insertion (oauth4webapi "oauth2"), at the origin root',
+    needsBackend,
+    async () => {
+      // Issuer http://localhost:<port>/auth → metadata at /.well-known/oauth-authorization-server/auth.
+      const response = await oauth.discoveryRequest(issuer, {
+        ...insecure,
+        algorithm: 'oauth2',
+        [oauth.customFetch]: viaGateway(stack),
+      })
+      assert.equal(new URL(response.url).pathname, '/.well-known/oauth-authorization-server/auth')
+      as = await oauth.processDiscoveryResponse(issuer, response)
+      assert.equal(as.issuer, stack.publicUrl)
+      assert.equal(as.token_endpoint, `${stack.publicUrl}/oauth/token`)
+      assert.equal(as.registration_endpoint, `${stack.publicUrl}/oauth/clients/register`)
+      assert.ok(as.code_challenge_methods_supported?.includes('S256'))
 
-    // The OIDC twin (what oauth4webapi's default discovery fetches) describes the same server.
-    const oidc = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure))
-    assert.deepEqual(oidc, as)
-  })
-
-  it('has no RFC 8414 path-inserted metadata URL for an issuer with a path', needsBackend, async () => {
-    // oauth4webapi's "oauth2" discovery inserts the well-known segment before the issuer's path;
-    // Supabase Auth only serves it appended, so authgate (which mounts what the backend has) 404s.
-    const response = await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' })
-    assert.equal(new URL(response.url).pathname, '/.well-known/oauth-authorization-server/auth')
-    assert.equal(response.status, 404)
-    await response.body?.cancel()
-  })
+      // The same document under the prefix, and the OIDC twins (appended and path-inserted).
+      const appended = await fetch(`${stack.url}/auth/.well-known/oauth-authorization-server`)
+      assert.deepEqual(await oauth.processDiscoveryResponse(issuer, appended), as)
+      const oidc = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure))
+      assert.deepEqual(oidc, as)
+      const insertedOidc = await fetch(`${stack.url}/.well-known/openid-configuration/auth`)
+      assert.deepEqual(await oauth.processDiscoveryResponse(issuer, insertedOidc), as)
+    },
+  )
 
   it('registers a confidential client dynamically (201)', needsBackend, async () => {
     const response = await oauth.dynamicClientRegistrationRequest(
@@ -118,70 +131,116 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
     assert.match(authorizationId, /^[A-Za-z0-9]{20,}$/)
   })
 
-  it('takes the signed-in user\'s consent (backend authorization API, not mounted on authgate)', needsBackend, async () => {
-    const notMounted = await fetch(`${stack.url}/auth/oauth/authorizations/${authorizationId}`, {
-      headers: { authorization: `Bearer ${userToken}` },
-    })
-    await notMounted.body?.cancel()
-    assert.equal(notMounted.status, 404)
+  it(
+    "shows the request and takes the user's consent through authgate (supabase-js auth.oauth)",
+    needsBackend,
+    async () => {
+      const recorder = recordingFetch()
+      const user = new GoTrueClient({
+        url: `${stack.url}/auth`,
+        persistSession: false,
+        autoRefreshToken: false,
+        detectSessionInUrl: false,
+        fetch: recorder.fetch,
+      })
+      assert.equal((await user.signInWithPassword({ email: USER_EMAIL, password: USER_PASSWORD })).error, null)
+      consentClient = user
 
-    const headers = { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' }
-    const details = await fetch(`${stack.backend.url}/oauth/authorizations/${authorizationId}`, { headers })
-    assert.equal(details.status, 200)
-    const request = (await details.json()) as { client: { id: string }; user: { id: string }; scope: string; redirect_uri: string }
-    assert.equal(request.client.id, client.client_id)
-    assert.equal(request.user.id, userId)
-    assert.equal(request.redirect_uri, REDIRECT_URI)
-    assert.deepEqual(request.scope.split(' ').sort(), ['email', 'openid', 'profile'])
+      const { data: details, error } = await user.oauth.getAuthorizationDetails(authorizationId)
+      assert.equal(error, null)
+      assert.ok(details && 'client' in details, 'not yet consented: the details come back')
+      assert.equal(details.client.id, client.client_id)
+      assert.equal(details.client.name, 'authgate e2e')
+      assert.equal(details.user.id, userId)
+      assert.equal(details.redirect_uri, REDIRECT_URI)
+      assert.deepEqual(details.scope.split(' ').sort(), ['email', 'openid', 'profile'])
+      assert.deepEqual(recorder.last(), {
+        method: 'GET',
+        target: `/auth/oauth/authorizations/${authorizationId}`,
+        status: 200,
+      })
 
-    const consent = await fetch(`${stack.backend.url}/oauth/authorizations/${authorizationId}/consent`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ action: 'approve' }),
-    })
-    assert.equal(consent.status, 200)
-    const { redirect_url: redirectUrl } = (await consent.json()) as { redirect_url: string }
-    callbackUrl = new URL(redirectUrl)
-    assert.equal(callbackUrl.origin + callbackUrl.pathname, REDIRECT_URI)
+      const { data: approved, error: approveError } = await user.oauth.approveAuthorization(authorizationId, {
+        skipBrowserRedirect: true,
+      })
+      assert.equal(approveError, null)
+      assert.deepEqual(recorder.last(), {
+        method: 'POST',
+        target: `/auth/oauth/authorizations/${authorizationId}/consent`,
+        status: 200,
+      })
+      callbackUrl = new URL(approved?.redirect_url ?? '')
+      assert.equal(callbackUrl.origin + callbackUrl.pathname, REDIRECT_URI)
+      assert.equal(callbackUrl.searchParams.get('state'), state)
+    },
+  )
+
+  it('refuses a consent without the user token, as Supabase Auth does', needsBackend, async () => {
+    const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"action":"approve"}' }
+    const through = await fetch(`${stack.url}/auth/oauth/authorizations/${authorizationId}/consent`, init)
+    const straight = await fetch(`${stack.backend.url}/oauth/authorizations/${authorizationId}/consent`, init)
+    assert.equal(through.status, 401)
+    assert.equal(straight.status, 401)
+    assert.deepEqual(await through.json(), await straight.json())
   })
 
-  it('exchanges the code at /oauth/token (form, client_secret_basic) and gets a signed id_token', needsBackend, async () => {
-    const params = oauth.validateAuthResponse(as, client, callbackUrl, state)
-    const response = await oauth.authorizationCodeGrantRequest(
-      as,
-      client,
-      basicWithoutFormEncoding(clientSecret),
-      params,
-      REDIRECT_URI,
-      codeVerifier,
-      { ...insecure, [oauth.customFetch]: viaGateway(stack) },
-    )
-    tokens = await oauth.processAuthorizationCodeResponse(as, client, response, { expectedNonce: nonce, requireIdToken: true })
-    assert.equal(tokens.token_type, 'bearer')
-    assert.ok(tokens.refresh_token)
-    const claims = oauth.getValidatedIdTokenClaims(tokens)
-    assert.ok(claims)
-    assert.equal(claims.sub, userId)
-    assert.equal(claims.iss, stack.publicUrl)
-    assert.equal(claims.aud, client.client_id)
-  })
+  it(
+    'exchanges the code at /oauth/token (form, client_secret_basic) and gets a signed id_token',
+    needsBackend,
+    async () => {
+      const params = oauth.validateAuthResponse(as, client, callbackUrl, state)
+      const response = await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        basicWithoutFormEncoding(clientSecret),
+        params,
+        REDIRECT_URI,
+        codeVerifier,
+        { ...insecure, [oauth.customFetch]: viaGateway(stack) },
+      )
+      tokens = await oauth.processAuthorizationCodeResponse(as, client, response, {
+        expectedNonce: nonce,
+        requireIdToken: true,
+      })
+      assert.equal(tokens.token_type, 'bearer')
+      assert.ok(tokens.refresh_token)
+      const claims = oauth.getValidatedIdTokenClaims(tokens)
+      assert.ok(claims)
+      assert.equal(claims.sub, userId)
+      assert.equal(claims.iss, stack.publicUrl)
+      assert.equal(claims.aud, client.client_id)
+    },
+  )
 
-  it('rejects oauth4webapi\'s RFC 6749 form-encoded Basic credentials (Supabase Auth does not decode them)', needsBackend, async () => {
-    // Client authentication runs before the grant is looked at, so a dummy refresh token will do.
-    const response = await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(clientSecret), 'not-a-real-refresh-token', {
+  it(
+    "rejects oauth4webapi's RFC 6749 form-encoded Basic credentials (Supabase Auth does not decode them)",
+    needsBackend,
+    async () => {
+      // Client authentication runs before the grant is looked at, so a dummy refresh token will do.
+      const response = await oauth.refreshTokenGrantRequest(
+        as,
+        client,
+        oauth.ClientSecretBasic(clientSecret),
+        'not-a-real-refresh-token',
+        {
+          ...insecure,
+          [oauth.customFetch]: viaGateway(stack),
+        },
+      )
+      // The client id is a UUID: its '-' become %2D under RFC 6749 §2.3.1's form encoding.
+      const sentBasic = Buffer.from(lastAuthorization.replace(/^Basic /, ''), 'base64').toString('utf8')
+      assert.ok(sentBasic.startsWith(client.client_id.replaceAll('-', '%2D') + ':'))
+      assert.equal(response.status, 400)
+      const body = (await response.json()) as { error_code?: string }
+      assert.equal(body.error_code, 'invalid_credentials')
+    },
+  )
+
+  it('answers /oauth/userinfo with the granted claims', needsBackend, async () => {
+    const response = await oauth.userInfoRequest(as, client, tokens.access_token, {
       ...insecure,
       [oauth.customFetch]: viaGateway(stack),
     })
-    // The client id is a UUID: its '-' become %2D under RFC 6749 §2.3.1's form encoding.
-    const sentBasic = Buffer.from(lastAuthorization.replace(/^Basic /, ''), 'base64').toString('utf8')
-    assert.ok(sentBasic.startsWith(client.client_id.replaceAll('-', '%2D') + ':'))
-    assert.equal(response.status, 400)
-    const body = (await response.json()) as { error_code?: string }
-    assert.equal(body.error_code, 'invalid_credentials')
-  })
-
-  it('answers /oauth/userinfo with the granted claims', needsBackend, async () => {
-    const response = await oauth.userInfoRequest(as, client, tokens.access_token, { ...insecure, [oauth.customFetch]: viaGateway(stack) })
     const info = await oauth.processUserInfoResponse(as, client, userId, response)
     assert.equal(info.sub, userId)
     assert.equal(info.email, 'oauth-user@example.com')
@@ -189,31 +248,71 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
     assert.equal(info.name, 'Olivia')
   })
 
-  it('publishes the signing key at /.well-known/jwks.json and both tokens verify against it', needsBackend, async () => {
-    const response = await fetch(`${stack.url}/auth/.well-known/jwks.json`)
-    assert.equal(response.status, 200)
-    const jwks = (await response.json()) as { keys: Array<{ kid?: string; alg?: string; d?: string }> }
-    assert.equal(jwks.keys.some((key) => key.d !== undefined), false, 'private key material published')
+  it(
+    'publishes the signing key at /.well-known/jwks.json and both tokens verify against it',
+    needsBackend,
+    async () => {
+      const response = await fetch(`${stack.url}/auth/.well-known/jwks.json`)
+      assert.equal(response.status, 200)
+      const jwks = (await response.json()) as { keys: Array<{ kid?: string; alg?: string; d?: string }> }
+      assert.equal(
+        jwks.keys.some((key) => key.d !== undefined),
+        false,
+        'private key material published',
+      )
 
-    const idClaims = verifyJwsWithJwks(tokens.id_token ?? '', jwks)
-    assert.equal(idClaims.nonce, nonce)
-    const accessClaims = verifyJwsWithJwks(tokens.access_token, jwks)
-    assert.equal(accessClaims.sub, userId)
-    assert.equal(accessClaims.client_id, client.client_id)
-    assert.equal(decodeJws(tokens.access_token).header.kid, stack.backend.signingJwk.kid)
+      const idClaims = verifyJwsWithJwks(tokens.id_token ?? '', jwks)
+      assert.equal(idClaims.nonce, nonce)
+      const accessClaims = verifyJwsWithJwks(tokens.access_token, jwks)
+      assert.equal(accessClaims.sub, userId)
+      assert.equal(accessClaims.client_id, client.client_id)
+      assert.equal(decodeJws(tokens.access_token).header.kid, stack.backend.signingJwk.kid)
 
-    const tampered = tokens.access_token.replace(/\.([^.]+)\./, (_, payload: string) => `.${payload.slice(0, -2)}AA.`)
-    assert.throws(() => verifyJwsWithJwks(tampered, jwks))
-  })
+      const tampered = tokens.access_token.replace(/\.([^.]+)\./, (_, payload: string) => `.${payload.slice(0, -2)}AA.`)
+      assert.throws(() => verifyJwsWithJwks(tampered, jwks))
+    },
+  )
 
   it('refreshes the OAuth session at /oauth/token', needsBackend, async () => {
-    const response = await oauth.refreshTokenGrantRequest(as, client, basicWithoutFormEncoding(clientSecret), tokens.refresh_token ?? '', {
-      ...insecure,
-      [oauth.customFetch]: viaGateway(stack),
-    })
+    const response = await oauth.refreshTokenGrantRequest(
+      as,
+      client,
+      basicWithoutFormEncoding(clientSecret),
+      tokens.refresh_token ?? '',
+      {
+        ...insecure,
+        [oauth.customFetch]: viaGateway(stack),
+      },
+    )
     const refreshed = await oauth.processRefreshTokenResponse(as, client, response)
     assert.notEqual(refreshed.refresh_token, tokens.refresh_token)
+    latestRefreshToken = refreshed.refresh_token ?? ''
     assert.equal(decodeJws(refreshed.access_token).payload.sub, userId)
+  })
+
+  it("lists the user's grant, revokes it, and the client's refresh token stops working", needsBackend, async () => {
+    assert.ok(consentClient)
+    const { data: grants, error } = await consentClient.oauth.listGrants()
+    assert.equal(error, null)
+    assert.deepEqual(
+      grants?.map((g) => [g.client.id, [...g.scopes].sort()]),
+      [[client.client_id, ['email', 'openid', 'profile']]],
+    )
+
+    const { error: revokeError } = await consentClient.oauth.revokeGrant({ clientId: client.client_id })
+    assert.equal(revokeError, null)
+    const { data: after } = await consentClient.oauth.listGrants()
+    assert.deepEqual(after, [])
+
+    const response = await oauth.refreshTokenGrantRequest(
+      as,
+      client,
+      basicWithoutFormEncoding(clientSecret),
+      latestRefreshToken,
+      { ...insecure, [oauth.customFetch]: viaGateway(stack) },
+    )
+    assert.equal(response.status, 400)
+    await response.body?.cancel()
   })
 })
 
@@ -226,7 +325,7 @@ let lastAuthorization = ''
 function viaGateway(stack: Stack): typeof fetch {
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : input.toString())
-    assert.equal(url.origin, stack.publicOrigin, 'a request left authgate\'s origin')
+    assert.equal(url.origin, stack.publicOrigin, "a request left authgate's origin")
     const headers = new Headers(init?.headers)
     lastAuthorization = headers.get('authorization') ?? ''
     return fetch(`${stack.url}${url.pathname}${url.search}`, init)

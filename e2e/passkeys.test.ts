@@ -90,15 +90,21 @@ describe('passkeys in headless Chromium through authgate', () => {
   after(async () => {
     if (page) {
       await mkdir(ARTIFACTS, { recursive: true })
-      await page.screenshot({ path: new URL('passkeys.png', ARTIFACTS).pathname, fullPage: true }).catch(() => undefined)
+      await page
+        .screenshot({ path: new URL('passkeys.png', ARTIFACTS).pathname, fullPage: true })
+        .catch(() => undefined)
     }
     await browser?.close()
     await stack?.stop()
   })
 
-  it('serves the page from authgate\'s origin', needsBrowser, async () => {
+  it("serves the page from authgate's origin", needsBrowser, async () => {
     assert.equal(new URL(page.url()).origin, stack.publicOrigin)
-    assert.equal(await page.evaluate(() => window.isSecureContext), true, 'WebAuthn needs a secure context (localhost is one)')
+    assert.equal(
+      await page.evaluate(() => window.isSecureContext),
+      true,
+      'WebAuthn needs a secure context (localhost is one)',
+    )
   })
 
   it('registers a passkey (options → navigator.credentials.create → verify)', needsBrowser, async () => {
@@ -131,14 +137,23 @@ describe('passkeys in headless Chromium through authgate', () => {
     assert.equal(session.user.id, userId)
     const claims = decodeJws(session.access_token).payload as { sub?: string; amr?: Array<{ method: string }> }
     assert.equal(claims.sub, userId)
-    assert.ok(claims.amr?.some((entry) => /passkey|webauthn/.test(entry.method)), JSON.stringify(claims.amr))
+    assert.ok(
+      claims.amr?.some((entry) => /passkey|webauthn/.test(entry.method)),
+      JSON.stringify(claims.amr),
+    )
     userToken = session.access_token
   })
 
   it('lists the passkey', needsBrowser, async () => {
-    const listed = (await page.evaluate((token) => (window as unknown as E2eWindow).e2e.list(token), userToken)) as CallResult<PasskeyItem[]>
+    const listed = (await page.evaluate(
+      (token) => (window as unknown as E2eWindow).e2e.list(token),
+      userToken,
+    )) as CallResult<PasskeyItem[]>
     assert.equal(listed.status, 200)
-    assert.deepEqual(listed.body.map((item) => item.id), [passkeyId])
+    assert.deepEqual(
+      listed.body.map((item) => item.id),
+      [passkeyId],
+    )
     assert.ok(listed.body[0]?.last_used_at, 'sign-in should have set last_used_at')
   })
 
@@ -155,10 +170,10 @@ describe('passkeys in headless Chromium through authgate', () => {
   })
 
   it('deletes the passkey (DELETE /passkeys/{id} → 204) and the list is empty', needsBrowser, async () => {
-    const removed = await page.evaluate(
-      ([token, id]) => (window as unknown as E2eWindow).e2e.remove(token, id),
-      [userToken, passkeyId] as const,
-    )
+    const removed = await page.evaluate(([token, id]) => (window as unknown as E2eWindow).e2e.remove(token, id), [
+      userToken,
+      passkeyId,
+    ] as const)
     assert.deepEqual(removed, { status: 204, body: null })
     const listed = await page.evaluate((token) => (window as unknown as E2eWindow).e2e.list(token), userToken)
     assert.deepEqual(listed, { status: 200, body: [] })

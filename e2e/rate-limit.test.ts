@@ -5,7 +5,12 @@ import { afterBackendLogged, loggedRequests } from './support/backend-requests.t
 import { startGatewayProcess, type GatewayProcess } from './support/gateway-process.ts'
 import { decodeJws } from './support/jws.ts'
 import { postgresTarget, runPsql } from './support/postgres.ts'
-import { backendUnavailableReason, findFreePort, startSupabaseAuth, type SupabaseAuthServer } from './support/supabase-auth.ts'
+import {
+  backendUnavailableReason,
+  startSupabaseAuth,
+  type SupabaseAuthServer,
+  reservePort,
+} from './support/supabase-auth.ts'
 
 const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }
@@ -29,12 +34,13 @@ describe('rate limiting and client IP in front of the real backend (authgate as 
 
   before(async () => {
     if (unavailable !== undefined) return
-    const port = await findFreePort()
+    const { port, release } = await reservePort()
     backend = await startSupabaseAuth({
       publicUrl: `http://localhost:${port}/auth`,
       database: 'authgate_e2e_rate_limit',
       extraEnv: { GOTRUE_LOG_LEVEL: 'info' },
     })
+    await release()
     gateway = await startGatewayProcess({
       port,
       backendUrl: backend.url,
@@ -72,19 +78,33 @@ describe('rate limiting and client IP in front of the real backend (authgate as 
   async function sessionIp(accessToken: string): Promise<string> {
     const sessionId = decodeJws(accessToken).payload.session_id
     assert.match(String(sessionId), /^[0-9a-f-]{36}$/)
-    return runPsql(postgresTarget(), backend.database, `SELECT host(ip) FROM auth.sessions WHERE id = '${String(sessionId)}'`)
+    return runPsql(
+      postgresTarget(),
+      backend.database,
+      `SELECT host(ip) FROM auth.sessions WHERE id = '${String(sessionId)}'`,
+    )
   }
 
   const tokenRequests = () => loggedRequests(backend.logs()).filter((request) => request.path === '/token').length
   const sessions = async () =>
-    Number(await runPsql(postgresTarget(), backend.database, `SELECT count(*) FROM auth.sessions WHERE user_id = '${userId}'`))
+    Number(
+      await runPsql(
+        postgresTarget(),
+        backend.database,
+        `SELECT count(*) FROM auth.sessions WHERE user_id = '${userId}'`,
+      ),
+    )
 
-  it('Supabase Auth records the client IP authgate derived (right-most untrusted X-Forwarded-For)', needsBackend, async () => {
-    const response = await signIn(`${SPOOFED_IP}, ${CLIENT_IP}`)
-    assert.equal(response.status, 200)
-    const session = (await response.json()) as { access_token: string }
-    assert.equal(await sessionIp(session.access_token), CLIENT_IP)
-  })
+  it(
+    'Supabase Auth records the client IP authgate derived (right-most untrusted X-Forwarded-For)',
+    needsBackend,
+    async () => {
+      const response = await signIn(`${SPOOFED_IP}, ${CLIENT_IP}`)
+      assert.equal(response.status, 200)
+      const session = (await response.json()) as { access_token: string }
+      assert.equal(await sessionIp(session.access_token), CLIENT_IP)
+    },
+  )
 
   it('answers the third sign-in 429 itself; Supabase Auth never sees it', needsBackend, async () => {
     const requestsBefore = tokenRequests()
@@ -104,12 +124,13 @@ describe('rate limiting and client IP in front of the real backend (authgate as 
     assert.match(third.headers.get('ratelimit-policy') ?? '', /;q=2;w=60\b/)
     assert.equal(third.headers.get('x-sb-error-code'), 'over_request_rate_limit')
 
-    // Everything the backend received before the barrier is in its log once the barrier is.
+    // Everything the backend received before the barrier is in its log once the barrier is. A
+    // query of its own keeps the barrier out of authgate's response cache for /settings.
     await afterBackendLogged(
       backend.logs,
       (request) => request.path === '/settings',
       async () => {
-        const barrier = await fetch(`${gateway.url}/auth/settings`)
+        const barrier = await fetch(`${gateway.url}/auth/settings?barrier=${Date.now()}`)
         await barrier.body?.cancel()
       },
     )
@@ -124,7 +145,7 @@ describe('rate limiting and client IP in front of the real backend (authgate as 
     assert.equal(await sessionIp(session.access_token), OTHER_CLIENT_IP)
   })
 
-  it('auth-js sees the gateway\'s 429 as over_request_rate_limit', needsBackend, async () => {
+  it("auth-js sees the gateway's 429 as over_request_rate_limit", needsBackend, async () => {
     // No X-Forwarded-For: the client is the trusted loopback peer itself, a bucket of its own.
     const client = new GoTrueClient({ url: `${gateway.url}/auth`, persistSession: false, autoRefreshToken: false })
     const results = []

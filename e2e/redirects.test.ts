@@ -24,7 +24,7 @@ interface GeneratedLink {
  * would get from Supabase Auth for the same request. Tokens are single use, so the gateway and the
  * direct request each get their own; only the token-derived parts may then differ.
  */
-describe('e-mail links and provider redirects through authgate equal the backend\'s', () => {
+describe("e-mail links and provider redirects through authgate equal the backend's", () => {
   let stack: Stack
   let jwks: { keys: Array<{ kid?: string; alg?: string }> }
 
@@ -67,7 +67,10 @@ describe('e-mail links and provider redirects through authgate equal the backend
   ): void {
     assert.equal(viaGateway.status, 303)
     assert.equal(direct.status, 303)
+    // The backend's headers, and authgate's request id on top (only through authgate).
     assert.deepEqual(Object.keys(viaGateway.headers).sort(), Object.keys(direct.headers).sort())
+    assert.match(viaGateway.requestId ?? '', /^[0-9a-f-]{36}$/)
+    assert.equal(direct.requestId, undefined)
     for (const name of ['content-type', 'vary']) {
       assert.equal(viaGateway.headers[name], direct.headers[name], name)
     }
@@ -95,40 +98,58 @@ describe('e-mail links and provider redirects through authgate equal the backend
     assert.equal(direct.body, `<a href="${htmlEscaped(direct.location)}">See Other</a>.\n\n`)
   }
 
-  it('magic link: generate_link\'s action_link is authgate\'s /verify and answers like the backend', needsBackend, async () => {
-    const email = 'magic@example.com'
-    await signUp(email)
-    const first = await generateLink({ type: 'magiclink', email, redirect_to: APP_URL })
-    const link = new URL(first.action_link)
-    assert.equal(link.origin + link.pathname, `${stack.publicUrl}/verify`)
-    assert.deepEqual(entries(link.search.slice(1)), [
-      ['token', first.hashed_token],
-      ['type', 'magiclink'],
-      ['redirect_to', APP_URL],
-    ])
-    // The very URL of the e-mail, as a browser opens it.
-    const viaGateway = await fetchRedirect(first.action_link)
+  it(
+    "magic link: generate_link's action_link is authgate's /verify and answers like the backend",
+    needsBackend,
+    async () => {
+      const email = 'magic@example.com'
+      await signUp(email)
+      const first = await generateLink({ type: 'magiclink', email, redirect_to: APP_URL })
+      const link = new URL(first.action_link)
+      assert.equal(link.origin + link.pathname, `${stack.publicUrl}/verify`)
+      assert.deepEqual(entries(link.search.slice(1)), [
+        ['token', first.hashed_token],
+        ['type', 'magiclink'],
+        ['redirect_to', APP_URL],
+      ])
+      // The very URL of the e-mail, as a browser opens it.
+      const viaGateway = await fetchRedirect(first.action_link)
 
-    const second = await generateLink({ type: 'magiclink', email, redirect_to: APP_URL })
-    const query = new URLSearchParams({ token: second.hashed_token, type: second.verification_type, redirect_to: APP_URL })
-    const direct = await fetchRedirect(`${stack.backend.url}/verify?${query}`)
+      const second = await generateLink({ type: 'magiclink', email, redirect_to: APP_URL })
+      const query = new URLSearchParams({
+        token: second.hashed_token,
+        type: second.verification_type,
+        redirect_to: APP_URL,
+      })
+      const direct = await fetchRedirect(`${stack.backend.url}/verify?${query}`)
 
-    assertSameSessionRedirect(viaGateway, direct, { viaGateway: first.id, direct: first.id })
-    assert.equal(new URLSearchParams(viaGateway.location.split('#')[1]).get('type'), 'magiclink')
+      assertSameSessionRedirect(viaGateway, direct, { viaGateway: first.id, direct: first.id })
+      assert.equal(new URLSearchParams(viaGateway.location.split('#')[1]).get('type'), 'magiclink')
 
-    // Replaying a used link fails the same way on both paths, to the byte.
-    const replayViaGateway = await fetchRedirect(first.action_link)
-    const replayDirect = await fetchRedirect(`${stack.backend.url}/verify?${query}`)
-    assert.deepEqual(replayViaGateway, replayDirect)
-    assert.equal(replayViaGateway.status, 303)
-    const error = new URLSearchParams(replayViaGateway.location.split('#')[1])
-    assert.equal(error.get('error_code'), 'otp_expired')
-    assert.equal(error.get('error'), 'access_denied')
-  })
+      // Replaying a used link fails the same way on both paths, to the byte.
+      const replayViaGateway = await fetchRedirect(first.action_link)
+      const replayDirect = await fetchRedirect(`${stack.backend.url}/verify?${query}`)
+      assert.deepEqual(replayViaGateway, replayDirect)
+      assert.equal(replayViaGateway.status, 303)
+      const error = new URLSearchParams(replayViaGateway.location.split('#')[1])
+      assert.equal(error.get('error_code'), 'otp_expired')
+      assert.equal(error.get('error'), 'access_denied')
+    },
+  )
 
   it('sign-up confirmation link through authgate answers like the backend', needsBackend, async () => {
-    const first = await generateLink({ type: 'signup', email: 'confirm-one@example.com', password: PASSWORD, redirect_to: APP_URL })
-    const second = await generateLink({ type: 'signup', email: 'confirm-two@example.com', password: PASSWORD, redirect_to: APP_URL })
+    const first = await generateLink({
+      type: 'signup',
+      email: 'confirm-one@example.com',
+      password: PASSWORD,
+      redirect_to: APP_URL,
+    })
+    const second = await generateLink({
+      type: 'signup',
+      email: 'confirm-two@example.com',
+      password: PASSWORD,
+      redirect_to: APP_URL,
+    })
     const query = (link: GeneratedLink) =>
       new URLSearchParams({ token: link.hashed_token, type: link.verification_type, redirect_to: APP_URL })
     const viaGateway = await fetchRedirect(`${stack.url}/auth/verify?${query(first)}`)
@@ -139,7 +160,7 @@ describe('e-mail links and provider redirects through authgate equal the backend
     assert.equal(new URLSearchParams(viaGateway.location.split('#')[1]).get('type'), 'signup')
   })
 
-  it('GET /verify without a token gets the backend\'s own 400 JSON, identical', needsBackend, async () => {
+  it("GET /verify without a token gets the backend's own 400 JSON, identical", needsBackend, async () => {
     const viaGateway = await fetchRedirect(`${stack.url}/auth/verify?type=magiclink`)
     const direct = await fetchRedirect(`${stack.backend.url}/verify?type=magiclink`)
     assert.deepEqual(viaGateway, direct)

@@ -27,7 +27,9 @@ export type Todo = Static<typeof Todo>
 export const NewTodo = Type.Object(
   {
     title: withRules(Type.String({ description: 'What to do', examples: ['Water the plants'] }), { min: 1, max: 200 }),
-    priority: Type.Optional(withRules(Type.Integer({ description: '1 (highest) to 5' }), { min: 1, max: 5, default: 3 })),
+    priority: Type.Optional(
+      withRules(Type.Integer({ description: '1 (highest) to 5' }), { min: 1, max: 5, default: 3 }),
+    ),
     owner_email: withRules(Type.String({ description: 'Who owns it' }), { email: true }),
     link: Type.Optional(withRules(Type.String({ description: 'Related page' }), { url: true })),
     tags: Type.Optional(withRules(Type.Array(Type.String()), { max: 10 })),
@@ -40,7 +42,11 @@ const TodoId = inPath(Type.String({ format: 'uuid', description: 'Todo id' }))
 const UpdateTodo = Type.Object(
   {
     id: TodoId,
-    'if-match': inHeader(Type.Optional(Type.String({ description: 'Only update when the todo is still at this version', examples: ['"3"'] }))),
+    'if-match': inHeader(
+      Type.Optional(
+        Type.String({ description: 'Only update when the todo is still at this version', examples: ['"3"'] }),
+      ),
+    ),
     title: Type.Optional(withRules(Type.String({ description: 'What to do' }), { min: 1, max: 200 })),
     done: Type.Optional(Type.Boolean({ description: 'Whether it is done' })),
     code: withRules(Type.Optional(Type.String({ description: 'A six-digit confirmation code' })), { len: 6 }),
@@ -53,7 +59,9 @@ export const TODO_TAGS = [{ name: 'Todos', description: 'The example application
 /** A presence check only, to keep the example small; verify the JWT in a real application. */
 async function requireBearer(request: FastifyRequest, reply: FastifyReply) {
   if (!/^Bearer\s+\S+/i.test(request.headers.authorization ?? '')) {
-    return reply.code(401).send({ code: 401, error_code: 'no_authorization', msg: 'This endpoint requires a Bearer token' })
+    return reply
+      .code(401)
+      .send({ code: 401, error_code: 'no_authorization', msg: 'This endpoint requires a Bearer token' })
   }
 }
 
@@ -69,7 +77,11 @@ export function registerTodoRoutes(app: FastifyInstance): void {
       summary: 'List todos',
       description: 'Newest first, at most `limit` of them.',
       request: Type.Object({
-        limit: inQuery(Type.Optional(withRules(Type.Integer({ description: 'How many to return' }), { min: 1, max: 100, default: 20 }))),
+        limit: inQuery(
+          Type.Optional(
+            withRules(Type.Integer({ description: 'How many to return' }), { min: 1, max: 100, default: 20 }),
+          ),
+        ),
         done: inQuery(Type.Optional(Type.Boolean({ description: 'Only done (true) or open (false) todos' }))),
         'x-request-id': inHeader(Type.Optional(Type.String({ description: 'Echoed in the logs', format: 'uuid' }))),
       }),
@@ -175,9 +187,18 @@ export function registerTodoRoutes(app: FastifyInstance): void {
       summary: 'Share link of a todo',
       description: 'An explicit response documented by its example alone.',
       request: Type.Object({ id: TodoId }),
-      responses: [{ status: 200, description: 'A link anyone can open', example: { url: 'https://todo.example.com/s/abc123', expires_in: 86400 } }],
+      responses: [
+        {
+          status: 200,
+          description: 'A link anyone can open',
+          example: { url: 'https://todo.example.com/s/abc123', expires_in: 86400 },
+        },
+      ],
       options: { preHandler: requireBearer },
-      handler: async (request) => ({ url: `https://todo.example.com/s/${request.params.id.slice(0, 6)}`, expires_in: 86400 }),
+      handler: async (request) => ({
+        url: `https://todo.example.com/s/${request.params.id.slice(0, 6)}`,
+        expires_in: 86400,
+      }),
     }),
   )
 
@@ -188,7 +209,10 @@ export function registerTodoRoutes(app: FastifyInstance): void {
       tags: ['Todos', 'Admin'],
       summary: 'Counts over all users',
       description: 'Tagged `Admin`: documented with 403 besides 401.',
-      response: Type.Object({ total: Type.Integer({ minimum: 0 }), done: Type.Integer({ minimum: 0 }) }, { title: 'TodoStats' }),
+      response: Type.Object(
+        { total: Type.Integer({ minimum: 0 }), done: Type.Integer({ minimum: 0 }) },
+        { title: 'TodoStats' },
+      ),
       options: { preHandler: requireBearer },
       handler: async () => ({ total: todos.size, done: [...todos.values()].filter((t) => t.done).length }),
     }),
@@ -235,5 +259,7 @@ export const TODO_OPENAPI = {
     license: { name: 'MIT', identifier: 'MIT' },
   },
   tags: TODO_TAGS,
-  securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Key for service-to-service calls' } },
+  securitySchemes: {
+    apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Key for service-to-service calls' },
+  },
 }

@@ -18,8 +18,9 @@ foreground, configured to sit behind authgate: passkeys, OAuth 2.1 server with d
 registration, anonymous sign-in, phone sign-in with fixed test OTPs, a fake GitHub provider,
 email auto-confirmation without SMTP, an ES256 signing key. Stop it with Ctrl-C.
 
-Needs a Supabase Auth server binary (${BINARY_ENV}, or supabase-auth / gotrue on PATH) and
-PostgreSQL reachable as superuser (PGHOST, PGPORT, PGUSER; default 127.0.0.1:5432, postgres).
+Needs a Supabase Auth server binary (${BINARY_ENV}, else what npm run backend:build built, else
+supabase-auth / gotrue on PATH) and PostgreSQL reachable as superuser (PGHOST, PGPORT, PGUSER;
+default 127.0.0.1:5432, postgres).
 
 Options:
   --port <n>          port on 127.0.0.1 (default 9999)
@@ -28,7 +29,7 @@ Options:
   --site-url <url>    GOTRUE_SITE_URL (default: origin of --public-url)
   --database <name>   database to use (default authgate_dev)
   --fresh             drop and recreate the database first
-  --binary <path>     Supabase Auth binary (default: ${BINARY_ENV}, then PATH)
+  --binary <path>     Supabase Auth binary (default: ${BINARY_ENV}, then npm run backend:build's, then PATH)
   --env KEY=VALUE     extra or overriding server variable; repeatable
   -h, --help          show this help
 
@@ -116,8 +117,14 @@ async function main(): Promise<number> {
   console.log(`Database ${values.database} prepared${values.fresh ? ' (fresh)' : ''}.`)
   console.log(`Running ${binary.path} (no sub-command: migrate, then serve) with:`)
   for (const [name, value] of Object.entries(env)) console.log(`  ${name}=${describeValue(name, value, keys)}`)
-  console.log(`\nListening on http://127.0.0.1:${port}; point authgate at it: AUTHGATE_BACKEND_URL=http://127.0.0.1:${port}`)
-  console.log(`Test phone numbers (OTP): ${Object.entries(TEST_PHONE_OTPS).map(([p, otp]) => `+${p} (${otp})`).join(', ')}`)
+  console.log(
+    `\nListening on http://127.0.0.1:${port}; point authgate at it: AUTHGATE_BACKEND_URL=http://127.0.0.1:${port}`,
+  )
+  console.log(
+    `Test phone numbers (OTP): ${Object.entries(TEST_PHONE_OTPS)
+      .map(([p, otp]) => `+${p} (${otp})`)
+      .join(', ')}`,
+  )
   console.log(`Service-role token (admin API, valid 24 h): ${signServiceRoleJwt(keys.jwtSecret, 86_400)}\n`)
 
   // Started in an empty directory of our own: the server would otherwise read a stray .env file.

@@ -1,123 +1,163 @@
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import { mountAuthRoutes } from './auth/mount.ts'
-import type { AuthRoute } from './auth/routes.ts'
-import { loadCoreConfig, type CoreConfig } from './config.ts'
-import { sendError, type ErrorCode } from './errors.ts'
-import { Forwarder } from './proxy/forwarder.ts'
-import { validatorCompiler } from './validation.ts'
+import type { Server } from 'node:http'
+import Fastify, {
+  type FastifyError,
+  type FastifyHttpOptions,
+  type FastifyInstance,
+  type FastifyServerOptions,
+} from 'fastify'
+import type { Registry } from 'prom-client'
+import { ConfigError, type CoreConfig } from './config.ts'
+import { codeForFastifyError, sendError } from './errors.ts'
+import { createClientErrorHandler } from './http/client-errors.ts'
+import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
-import { createRateLimiter, loadRateLimitConfig, type RateLimitConfig, type RateLimiter } from './ratelimit/index.ts'
-import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes.ts'
-import { createRegistry, registerDocs, type RegisterDocsOptions, type RouteRegistry } from './openapi/index.ts'
+import { AuthgateLogController } from './observability/log-controller.ts'
+import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
+import { createMetrics, metricsHandler, startMetricsServer } from './observability/metrics.ts'
+import { requestIdGenerator } from './observability/request-id.ts'
+import { registerRequestLog } from './observability/request-log.ts'
+import { createRegistry, registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './openapi/index.ts'
+import { authgate, resolveConfig, type AuthgatePluginOptions } from './plugin.ts'
+import type { ProtectOptions } from './protect/index.ts'
 
-export interface AuthgateOptions {
-  /** Core settings; anything left out takes the documented default (the environment is not read). */
-  config?: Partial<CoreConfig>
+export interface AuthgateOptions extends AuthgatePluginOptions {
   /** `false` for silence, `true` for pino at info, or pino options. */
   logger?: boolean | Record<string, unknown>
   /** Extra Fastify server options (authgate's own take precedence where they conflict). */
   fastify?: FastifyServerOptions
   /**
-   * Rate limiting (see docs/rate-limiting.md). Default: the nine routes of SEED.md §8.1 at 30/5m
-   * per client, in memory. `false` turns it off.
-   */
-  rateLimit?: RateLimitConfig | false
-  /**
-   * The OpenAPI document and reference page (see docs/openapi.md): paths, info, servers, extra
+   * The OpenAPI document and reference page (docs/openapi.md): paths, info, servers, extra
    * security schemes. `{ enabled: false }` serves neither; routes are still registered.
    */
   openapi?: RegisterDocsOptions
+  /**
+   * Verifying Supabase Auth's access tokens on the application's routes (see docs/protect.md); the
+   * backend URL defaults to the configured one. Off unless given.
+   */
+  protect?: Omit<ProtectOptions, 'backendUrl'> & { backendUrl?: URL }
+  /** Node.js process metrics (memory, CPU, event loop, GC) with the service's own. Default false. */
+  processMetrics?: boolean
 }
 
-/** The default rate-limit configuration, as with an empty environment. */
-export function defaultRateLimitConfig(env: Record<string, string | undefined> = {}): RateLimitConfig {
-  return loadRateLimitConfig(env, DEFAULT_RATE_LIMITED, AUTH_ROUTES.map(routeName))
+/** What the service adds around the plugin: readiness (turned off first on shutdown) and the metrics. */
+export interface AuthgateService {
+  readiness: Readiness
+  metrics: Registry
+  /** The metrics listener when AUTHGATE_METRICS_PORT is set (its port once listening). */
+  metricsPort(): number | undefined
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    authgate: { config: CoreConfig; forwarder: Forwarder; rateLimiter: RateLimiter | undefined; registry: RouteRegistry }
+    authgateService: AuthgateService
   }
 }
 
-/** Fastify's own errors, mapped to the gateway's codes so every error has the one shape. */
-function codeForFastifyError(err: FastifyError): ErrorCode {
-  if (err.validation) return 'validation_failed'
-  switch (err.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return 'request_entity_too_large'
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return 'unsupported_media_type'
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return 'bad_json'
-  }
-  if (err instanceof SyntaxError) return 'bad_json'
-  const status = err.statusCode ?? 500
-  if (status === 413) return 'request_entity_too_large'
-  if (status === 415) return 'unsupported_media_type'
-  if (status === 404) return 'not_found'
-  if (status === 429) return 'over_request_rate_limit'
-  if (status >= 400 && status < 500) return 'validation_failed'
-  return 'unexpected_failure'
-}
-
-export function resolveConfig(partial: Partial<CoreConfig> = {}): CoreConfig {
-  return { ...loadCoreConfig({}), ...partial }
-}
-
-/**
- * The authgate application: Fastify with the auth routes mounted under the prefix. Applications
- * add their own routes to the returned instance before `listen`.
- */
-export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyInstance> {
-  const config = resolveConfig(options.config)
+/** The Fastify server options the service runs with, for a given configuration. */
+export function serverOptions(config: CoreConfig, options: AuthgateOptions = {}): FastifyHttpOptions<Server> {
   const logger =
     options.logger === false || options.logger === undefined
       ? false
-      : { level: config.logLevel, serializers: { req: requestSerializer }, ...(options.logger === true ? {} : options.logger) }
-
-  const app = Fastify({
+      : {
+          level: config.logLevel,
+          serializers: { req: requestSerializer },
+          ...(options.logger === true ? {} : options.logger),
+        }
+  return {
     ...options.fastify,
+    ...timeoutOptions(config),
     logger,
-    bodyLimit: config.bodyLimit,
+    // One line per request, written by src/observability/request-log.ts.
+    logController: new AuthgateLogController(),
+    // The id comes from a trusted proxy's header or is generated (never `req-1`, `req-2`, ...).
+    requestIdHeader: false,
+    genReqId: requestIdGenerator(config.requestIdHeader, config.trustedProxies),
+    // Malformed requests and slow clients: authgate's error body, `Connection: close`, a log line.
+    clientErrorHandler: createClientErrorHandler(),
+    // The client IP the forwarder sends and the limiter keys on is Fastify's `request.ip`.
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
-    // Raw request targets stay raw: no slash merging, no trailing-slash aliasing of backend paths.
+    // Raw request targets stay raw: no slash merging, no trailing-slash aliasing of backend paths;
+    // passkey ids can be long.
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: 500 },
-    // A malformed URL gets the standard error body too.
-    frameworkErrors: (err, request, reply) => sendError(request, reply, codeForFastifyError(err as FastifyError), err.message),
-  })
-  app.setValidatorCompiler(validatorCompiler)
+    // A URL Fastify cannot route (a malformed escape) gets the gateway's error body too.
+    frameworkErrors: (err, request, reply) =>
+      sendError(request, reply, codeForFastifyError(err as FastifyError), err.message),
+  }
+}
+
+/** A GET route at `path`, or a configuration error naming `variable` when something is there already. */
+function claimPath(app: FastifyInstance, variable: string, path: string): void {
+  if (app.hasRoute({ method: 'GET', url: path }))
+    throw new ConfigError(variable, `${path} is already a route (an auth route or another setting's path)`)
+}
+
+/**
+ * The authgate service: `Fastify()` with the authgate plugin, liveness and readiness, metrics, one
+ * log line per request, and the documentation. Applications add their own routes to the returned
+ * instance before `listen`; those keep Fastify's stock behaviour.
+ */
+export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyInstance> {
+  const config = resolveConfig(options.config)
+  const app = Fastify(serverOptions(config, options))
   // First, so that it hears every route: the auth routes, the docs' own, and the application's,
   // including those registered after the docs.
   const registry = options.openapi?.registry ?? createRegistry(app)
-
-  const forwarder = new Forwarder({ backendUrl: config.backendUrl, timeoutMs: config.backendTimeoutMs, connections: config.backendConnections })
-  const rateLimiter = options.rateLimit === false ? undefined : createRateLimiter(options.rateLimit ?? defaultRateLimitConfig(), app.log)
-  app.decorate('authgate', { config, forwarder, rateLimiter, registry })
-  app.addHook('onClose', async () => {
-    await forwarder.close()
-    await rateLimiter?.close()
+  await app.register(authgate, { config, ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}) })
+  const { forwarder, rateLimiter } = app.authgate
+  // Every answer names its request id, so a client's report can be matched to the log line.
+  const idHeader = config.requestIdHeader
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(idHeader, request.id)
   })
-  // Waits (bounded, never throws) for Redis so the first requests are limited too.
-  if (rateLimiter) await rateLimiter.ready()
 
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const code = codeForFastifyError(err)
-    if (code === 'unexpected_failure') request.log.error({ err }, 'unhandled error')
-    return sendError(request, reply, code, code === 'unexpected_failure' ? undefined : err.message)
-  })
-  app.setNotFoundHandler((request, reply) => sendError(request, reply, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`))
+  const quiet = new Set<string>()
+  const readiness = new Readiness({ backendUrl: config.backendUrl, apiKey: config.backendApiKey, rateLimiter })
+  app.addHook('onClose', () => readiness.close())
+  const hidden = { schema: { hide: true } }
+  if (config.livenessPath !== false) {
+    claimPath(app, 'AUTHGATE_LIVENESS_PATH', config.livenessPath)
+    app.get(config.livenessPath, hidden, livenessHandler())
+    quiet.add(config.livenessPath)
+  }
+  if (config.readinessPath !== false) {
+    claimPath(app, 'AUTHGATE_READINESS_PATH', config.readinessPath)
+    app.get(config.readinessPath, hidden, readinessHandler(readiness))
+    quiet.add(config.readinessPath)
+  }
 
-  await app.register(async (auth) => {
-    mountAuthRoutes(auth, {
-      prefix: config.prefix,
-      forwarder,
-      bodyLimit: config.bodyLimit,
-      ...(rateLimiter ? { rateLimitHook: (route: AuthRoute) => rateLimiter.hookFor(route.method, route.path) } : {}),
+  const metrics = createMetrics(app, { rateLimiter, processMetrics: options.processMetrics ?? false })
+  forwarder.observer = metrics.observeBackend
+  let metricsPort: number | undefined
+  if (config.metricsPath !== false && config.metricsPort === undefined) {
+    claimPath(app, 'AUTHGATE_METRICS_PATH', config.metricsPath)
+    app.get(config.metricsPath, hidden, metricsHandler(metrics.registry))
+    quiet.add(config.metricsPath)
+  } else if (config.metricsPath !== false && config.metricsPort !== undefined) {
+    const path = config.metricsPath
+    const port = config.metricsPort
+    let stop: (() => Promise<void>) | undefined
+    // onReady, not onListen: listen() resolves only once the metrics listener is up too.
+    app.addHook('onReady', async () => {
+      const started = await startMetricsServer(metrics.registry, { port, host: config.host, path })
+      stop = started.close
+      metricsPort = started.port
     })
-  })
+    app.addHook('onClose', async () => stop?.())
+  }
+  registerRequestLog(app, { quietPaths: quiet })
+  app.decorate('authgateService', { readiness, metrics: metrics.registry, metricsPort: () => metricsPort })
 
+  if (options.openapi?.enabled !== false) {
+    const docs = resolveOpenApiConfig(options.openapi)
+    claimPath(app, 'AUTHGATE_OPENAPI_PATH', docs.openapiPath)
+    if (docs.openapi30Path !== false) claimPath(app, 'AUTHGATE_OPENAPI30_PATH', docs.openapi30Path)
+    if (docs.docsPath !== false) claimPath(app, 'AUTHGATE_DOCS_PATH', docs.docsPath)
+  }
+  if (options.protect) {
+    // Loaded on demand: the JOSE library is only needed where tokens are verified.
+    const { authgateProtect } = await import('./protect/index.ts')
+    await app.register(authgateProtect, { backendUrl: config.backendUrl, ...options.protect })
+  }
   registerDocs(app, registry, options.openapi)
   return app
 }

@@ -1,15 +1,14 @@
 import type { FastifyRequest } from 'fastify'
+import { redactUrl } from './observability/redact.ts'
 
 /**
- * Request log lines without the query string: `/verify?token=…`, `/callback?code=…` and
- * `/authorize?code_challenge=…` carry secrets (LIBRARIES.md, pino).
+ * Requests in log lines (Fastify's error lines): the query is kept with its secrets redacted —
+ * `/verify?token=…`, `/callback?code=…` carry one-time secrets.
  */
 export function requestSerializer(req: FastifyRequest) {
-  const url = req.url ?? ''
-  const q = url.indexOf('?')
   return {
     method: req.method,
-    url: q === -1 ? url : url.slice(0, q),
+    url: redactUrl(req.url ?? ''),
     remoteAddress: req.ip,
   }
 }

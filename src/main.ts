@@ -1,32 +1,32 @@
 #!/usr/bin/env node
-import { buildApp, defaultRateLimitConfig } from './app.ts'
+import cluster from 'node:cluster'
+import { PrimaryStore, runPrimary, workerCount } from './cluster.ts'
+import { defaultRateLimitConfig } from './plugin.ts'
 import { ConfigError, loadCoreConfig } from './config.ts'
 import { loadOpenApiConfig } from './openapi/index.ts'
+import { settingsHelp } from './config/schema.ts'
+import { installShutdown } from './shutdown.ts'
 
 const HELP = `authgate — Supabase Auth behind your own API origin
 
-Usage: authgate            (configuration from the environment; see README.md)
+Usage: authgate            (configuration from the environment)
        authgate --help
 
-Core variables: PORT (8080), HOST (0.0.0.0), AUTHGATE_BACKEND_URL (http://localhost:9999),
-AUTHGATE_PREFIX (/auth), AUTHGATE_BODY_LIMIT (1mib), AUTHGATE_BACKEND_TIMEOUT (15s),
-AUTHGATE_TRUSTED_PROXIES (none), AUTHGATE_LOG_LEVEL (info).
-Rate limiting: AUTHGATE_RATE_LIMIT (30/5m), AUTHGATE_RATE_LIMITED_ROUTES, AUTHGATE_RATE_LIMIT_ROUTES,
-AUTHGATE_REDIS_URL (memory store when unset), AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR (open).
-Documentation: AUTHGATE_OPENAPI_PATH (/openapi.json), AUTHGATE_DOCS_PATH (/docs), AUTHGATE_API_TITLE,
-AUTHGATE_API_VERSION.
-`
+Settings (environment variables; durations need a unit: 500ms, 10s, 5m, 1h):
+
+${settingsHelp()}`
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
     process.stdout.write(HELP)
     return
   }
-  let config, rateLimit, openapi
+  let config, rateLimit, openapi, workers
   try {
     config = loadCoreConfig(process.env)
     rateLimit = defaultRateLimitConfig(process.env)
     openapi = loadOpenApiConfig(process.env)
+    workers = workerCount(process.env)
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
@@ -34,29 +34,30 @@ async function main(): Promise<void> {
     }
     throw err
   }
-  const app = await buildApp({ config, rateLimit, openapi, logger: true })
-
-  let closing = false
-  const shutdown = (signal: string) => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, 'shutting down')
-    // In-flight requests finish; a second signal or 10 s later the process exits anyway.
-    const timer = setTimeout(() => process.exit(1), 10_000)
-    timer.unref()
-    app.close().then(
-      () => process.exit(0),
-      (err) => {
-        app.log.error({ err }, 'error while closing')
-        process.exit(1)
-      },
-    )
+  if (workers > 1 && cluster.isPrimary) {
+    const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
+    runPrimary({ workers, ownsRateLimitStore: !rateLimit.redis, memoryMaxKeys: rateLimit.memoryMaxKeys, log })
+    return
   }
-  process.on('SIGINT', () => shutdown('SIGINT'))
-  process.on('SIGTERM', () => shutdown('SIGTERM'))
+  // A cluster worker without Redis asks the primary, so that every worker draws on one budget.
+  if (cluster.isWorker && !rateLimit.redis) rateLimit = { ...rateLimit, store: new PrimaryStore() }
+  // Loaded here, not at the top: a cluster primary serves nothing and need not hold the app.
+  const { buildApp } = await import('./app.ts')
+  let app
+  try {
+    app = await buildApp({ config, rateLimit, openapi, logger: true, processMetrics: true })
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
+      process.exit(2)
+    }
+    throw err
+  }
 
-  await app.listen({ port: config.port, host: config.host })
-  app.log.info({ backend: config.backendUrl.href, prefix: config.prefix || '/' }, 'authgate ready')
+  installShutdown(app, { timeoutMs: config.shutdownTimeoutMs, delayMs: config.shutdownDelayMs })
+
+  const address = await app.listen({ port: config.port, host: config.host })
+  app.log.info({ address, backend: config.backendUrl.href, prefix: config.prefix || '/' }, 'authgate ready')
 }
 
 main().catch((err) => {

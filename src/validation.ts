@@ -1,33 +1,43 @@
-import { Ajv, type Options } from 'ajv'
+import { Ajv, type Vocabulary } from 'ajv'
 import addFormatsModule from 'ajv-formats'
+import nextVocabularyModule from 'ajv/dist/vocabularies/next.js'
 import type { FastifySchemaCompiler } from 'fastify'
 
-// ajv-formats is CommonJS with a default export; under NodeNext its type is the module namespace.
+// ajv-formats and ajv's vocabularies are CommonJS with a default export; under NodeNext their type
+// is the module namespace.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
-
-const base: Options = {
-  allErrors: false,
-  strict: false, // schemas carry documentation keywords (examples, in, ...)
-  allowUnionTypes: true,
-}
+const nextVocabulary = (nextVocabularyModule as unknown as { default: Vocabulary }).default
 
 /**
- * Bodies: Fastify's default Ajv coerces types, fills defaults and removes properties
- * (LIBRARIES.md). Here the original bytes are forwarded, so validation must judge exactly what
- * the client sent: `{"n":"5"}` is not an integer.
+ * The e-mail check Supabase Auth applies to the addresses it validates (the checkmail package's
+ * expression): stricter nowhere than the backend, so a gateway `format: email` never refuses an
+ * address Supabase Auth would take (ajv-formats' own rule demands a dot in the domain, for one).
  */
-export const bodyAjv = addFormats(new Ajv({ ...base, coerceTypes: false, useDefaults: false, removeAdditional: false }))
+export const BACKEND_EMAIL =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/
 
 /**
- * Query strings, path parameters and headers arrive as text, so an application's `integer` query
- * parameter needs coercion. Only the parsed copy changes; the forwarder uses the raw URL.
+ * Bodies of mounted routes. Fastify's default Ajv coerces types, fills defaults and removes
+ * properties; here the original bytes are forwarded, so validation must judge exactly what the
+ * client sent: `{"n":"5"}` is not an integer, and nothing is added or dropped.
  */
-export const textAjv = addFormats(new Ajv({ ...base, coerceTypes: 'array', useDefaults: true, removeAdditional: false }))
+export const bodyAjv = addFormats(
+  new Ajv({
+    allErrors: false,
+    strict: false, // schemas carry documentation keywords (examples, ...)
+    allowUnionTypes: true,
+    coerceTypes: false,
+    useDefaults: false,
+    removeAdditional: false,
+  }),
+)
+  .addFormat('email', BACKEND_EMAIL)
+  // dependentRequired (JSON Schema 2019-09): the default draft-07 class ignores it silently.
+  .addVocabulary(nextVocabulary)
 
-export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : textAjv
-  return ajv.compile(schema as object)
-}
-
-/** Auth routes validate only bodies; the backend judges query strings, which are forwarded raw. */
-export const authValidatorCompiler: FastifySchemaCompiler<any> = (route) => (route.httpPart === 'body' ? validatorCompiler(route) : () => true)
+/**
+ * The validator compiler of the auth context: bodies only. Query strings, path parameters and
+ * headers are documented but judged by Supabase Auth, which receives them raw.
+ */
+export const authValidatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) =>
+  httpPart === 'body' ? bodyAjv.compile(schema as object) : () => true

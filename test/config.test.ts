@@ -51,12 +51,17 @@ const BAD: Array<[string, string]> = [
 ]
 for (const [name, value] of BAD) {
   test(`${name}=${value} is rejected naming the variable`, () => {
-    assert.throws(() => loadCoreConfig({ [name]: value }), (err: unknown) => err instanceof ConfigError && err.variable === name && err.message.startsWith(name))
+    assert.throws(
+      () => loadCoreConfig({ [name]: value }),
+      (err: unknown) => err instanceof ConfigError && err.variable === name && err.message.startsWith(name),
+    )
   })
 }
 
 test('the service refuses to start on a bad value and names the variable', async () => {
-  const child = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, AUTHGATE_BACKEND_TIMEOUT: 'soon', PORT: '0' } })
+  const child = spawn(process.execPath, ['src/main.ts'], {
+    env: { ...process.env, AUTHGATE_BACKEND_TIMEOUT: 'soon', PORT: '0' },
+  })
   let stderr = ''
   child.stderr.on('data', (c) => (stderr += c))
   const code = await new Promise<number | null>((r) => child.on('exit', r))
@@ -65,7 +70,12 @@ test('the service refuses to start on a bad value and names the variable', async
 })
 
 test('the service starts from the environment and answers 502 on auth routes while no backend is reachable', async () => {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', AUTHGATE_BACKEND_URL: 'http://127.0.0.1:9' }
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTHGATE_BACKEND_URL: 'http://127.0.0.1:9',
+  }
   const child = spawn(process.execPath, ['src/main.ts'], { env })
   try {
     const port = await new Promise<number>((resolve, reject) => {

@@ -24,7 +24,10 @@ const NODE_ALGORITHMS: Record<string, { hash: string; dsaEncoding?: 'ieee-p1363'
  * Verifies a compact JWS against a JWK Set the way a relying party does: key chosen by `kid`, the
  * algorithm taken from the key (never trusted from the token alone). Returns the payload.
  */
-export function verifyJwsWithJwks(token: string, jwks: { keys: Array<JsonWebKey & { kid?: string; alg?: string }> }): Record<string, unknown> {
+export function verifyJwsWithJwks(
+  token: string,
+  jwks: { keys: Array<JsonWebKey & { kid?: string; alg?: string }> },
+): Record<string, unknown> {
   const { header, payload } = decodeJws(token)
   const key = jwks.keys.find((candidate) => candidate.kid === header.kid)
   if (key === undefined) throw new Error(`no key ${String(header.kid)} in the JWKS`)

@@ -44,13 +44,16 @@ export async function postgresUnavailableReason(target = postgresTarget()): Prom
   try {
     await execFileAsync('psql', ['--version'], { timeout: 10_000 })
   } catch {
-    return 'psql (PostgreSQL client) is not installed'
+    return 'psql (PostgreSQL client) is not installed: apt-get install postgresql (server and client)'
   }
   try {
     await runPsql(target, 'postgres', 'SELECT 1')
   } catch (error) {
     const detail = error instanceof Error ? error.message.split('\n').slice(-2).join(' ').trim() : String(error)
-    return `PostgreSQL at ${target.host}:${target.port} (user ${target.superuser}) is not reachable: ${detail}`
+    return (
+      `PostgreSQL at ${target.host}:${target.port} (user ${target.superuser}) is not reachable: ${detail}; ` +
+      'start one (Debian: apt-get install postgresql) and point PGHOST, PGPORT, PGUSER, PGPASSWORD at a superuser'
+    )
   }
   return undefined
 }
@@ -99,6 +102,11 @@ export async function prepareAuthDatabase(
       `ALTER ROLE ${AUTH_ADMIN_ROLE} IN DATABASE ${database} SET search_path = ${AUTH_SCHEMA}`,
     ].join(';\n'),
   )
+}
+
+export async function dropDatabase(database: string, target = postgresTarget()): Promise<void> {
+  assertDatabaseName(database)
+  await runPsql(target, 'postgres', `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
 }
 
 export function authDatabaseUrl(database: string, target = postgresTarget()): string {

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type AuthgateOptions } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
-import { findFreePort, startSupabaseAuth, type SupabaseAuthServer } from './supabase-auth.ts'
+import { assertDocumented, recordAnswers, type Observed } from './document-check.ts'
+import { startSupabaseAuth, withFreePort, type SupabaseAuthServer } from './supabase-auth.ts'
 
 export interface StackOptions {
   /** One database per test file, so files never share state even when run in parallel. */
@@ -18,6 +19,20 @@ export interface StackOptions {
    * loopback client test Supabase Auth, not the limiter (rate-limit.test.ts tests that).
    */
   rateLimit?: AuthgateOptions['rateLimit']
+  /** Browser origins authgate answers CORS for (AUTHGATE_CORS_ORIGINS). */
+  corsOrigins?: string[]
+  /** Names the gateway in the document check's report. */
+  label?: string
+}
+
+export interface Gateway {
+  app: FastifyInstance
+  port: number
+  url: string
+  /** Every answer the gateway gave so far (e2e/support/document-check.ts). */
+  observed: Observed[]
+  /** Closes the gateway, then fails if any answer it gave is not described by its document. */
+  close(): Promise<void>
 }
 
 export interface Stack {
@@ -31,6 +46,9 @@ export interface Stack {
   publicOrigin: string
   /** publicOrigin + prefix: Supabase Auth's API_EXTERNAL_URL and JWT issuer. */
   publicUrl: string
+  /** Every answer the gateway gave so far. */
+  observed: Observed[]
+  /** Stops both; fails when an answer the gateway gave is not described by its document. */
   stop(): Promise<void>
 }
 
@@ -38,21 +56,35 @@ export interface Stack {
 export async function startGateway(
   backend: SupabaseAuthServer,
   options: Omit<StackOptions, 'database' | 'extraEnv'> & { port?: number },
-): Promise<{ app: FastifyInstance; port: number; url: string }> {
+): Promise<Gateway> {
   const app = await buildApp({
     config: {
       backendUrl: parseBackendUrl('backend', backend.url),
       prefix: options.prefix ?? '/auth',
       trustedProxies: options.trustedProxies ?? [],
+      corsOrigins: options.corsOrigins ?? [],
     },
     logger: false,
     rateLimit: options.rateLimit ?? false,
   })
   await options.beforeListen?.(app)
+  const observed = recordAnswers(app)
   await app.listen({ port: options.port ?? 0, host: '127.0.0.1' })
   const address = app.server.address()
   if (address === null || typeof address === 'string') throw new Error('authgate has no TCP address')
-  return { app, port: address.port, url: `http://127.0.0.1:${address.port}` }
+  const label = options.label ?? `authgate at ${options.prefix ?? '/auth'}`
+  return {
+    app,
+    port: address.port,
+    url: `http://127.0.0.1:${address.port}`,
+    observed,
+    close: async () => {
+      // The document is read before closing; every answer given is then judged against it.
+      const doc = await app.inject({ method: 'GET', url: '/openapi.json' })
+      await app.close()
+      await assertDocumented(doc, observed, label)
+    },
+  }
 }
 
 /**
@@ -61,22 +93,25 @@ export async function startGateway(
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const prefix = options.prefix ?? '/auth'
-  const port = await findFreePort()
-  const publicOrigin = `http://localhost:${port}`
-  const publicUrl = publicOrigin + prefix
-  const backend = await startSupabaseAuth({
-    publicUrl,
-    database: options.database,
-    ...(options.extraEnv ? { extraEnv: options.extraEnv } : {}),
+  // The gateway's port stays reserved while Supabase Auth starts; should it still be lost, both
+  // start again on another port.
+  const { port, backend, gateway } = await withFreePort(async (reservation) => {
+    const port = reservation.port
+    const backend = await startSupabaseAuth({
+      publicUrl: `http://localhost:${port}${prefix}`,
+      database: options.database,
+      ...(options.extraEnv ? { extraEnv: options.extraEnv } : {}),
+    })
+    try {
+      await reservation.release()
+      return { port, backend, gateway: await startGateway(backend, { ...options, prefix, port }) }
+    } catch (error) {
+      await backend.stop()
+      throw error
+    }
   })
-  let gateway
-  try {
-    gateway = await startGateway(backend, { ...options, prefix, port })
-  } catch (error) {
-    await backend.stop()
-    throw error
-  }
-  const { app, url } = gateway
+  const publicOrigin = `http://localhost:${port}`
+  const { app, url, observed } = gateway
   return {
     backend,
     app,
@@ -84,10 +119,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     prefix,
     url,
     publicOrigin,
-    publicUrl,
+    publicUrl: publicOrigin + prefix,
+    observed,
     stop: async () => {
-      await app.close()
-      await backend.stop()
+      try {
+        await gateway.close()
+      } finally {
+        await backend.stop()
+      }
     },
   }
 }

@@ -32,7 +32,7 @@ function trimTrailingSlash(value: string): string {
 }
 
 /**
- * The environment of a Supabase Auth server placed behind authgate (backend contract §7.1).
+ * The environment of a Supabase Auth server placed behind authgate.
  * Every variable is spelt out so the process never depends on the caller's GOTRUE_* variables.
  */
 export function supabaseAuthEnv(settings: SupabaseAuthSettings): Record<string, string> {

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateJwtSecret, generateSigningJwk, signServiceRoleJwt } from './jwt.ts'
 import type { SigningJwk } from './jwt.ts'
-import { authDatabaseUrl, postgresUnavailableReason, prepareAuthDatabase } from './postgres.ts'
+import { authDatabaseUrl, dropDatabase, postgresUnavailableReason, prepareAuthDatabase } from './postgres.ts'
 import { findSupabaseAuthBinary } from './supabase-auth-binary.ts'
 import { supabaseAuthEnv } from './supabase-auth-env.ts'
 
@@ -53,16 +53,53 @@ export async function backendUnavailableReason(): Promise<string | undefined> {
   return postgresUnavailableReason()
 }
 
-export async function findFreePort(): Promise<number> {
+/** A free port on 127.0.0.1, held by a placeholder listener until `release()`. */
+export interface PortReservation {
+  port: number
+  release(): Promise<void>
+}
+
+/**
+ * Picks a free port and keeps it bound until the caller is about to listen on it. A port that is
+ * merely looked up and closed again goes back to the kernel's pool, and in the seconds before it is
+ * used (Supabase Auth migrating, say) an outgoing connection or another suite's server can take it:
+ * the listen then fails with EADDRINUSE. While the placeholder listens, neither can.
+ */
+export async function reservePort(): Promise<PortReservation> {
   const server = createServer()
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(0, '127.0.0.1', resolve)
   })
   const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
   if (address === null || typeof address === 'string') throw new Error('could not pick a free port')
-  return address.port
+  let released: Promise<void> | undefined
+  return {
+    port: address.port,
+    release: () => (released ??= new Promise<void>((resolve) => server.close(() => resolve()))),
+  }
+}
+
+/** True for the error of a listen on a port that something else took in the meantime. */
+export function isAddressInUse(error: unknown): boolean {
+  return (
+    (error as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE' ||
+    (error instanceof Error && /address already in use/.test(error.message))
+  )
+}
+
+/** Tries `start` with a fresh port up to three times while the port is lost to a race (EADDRINUSE). */
+export async function withFreePort<T>(start: (port: PortReservation) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await reservePort()
+    try {
+      return await start(port)
+    } catch (error) {
+      if (attempt >= 3 || !isAddressInUse(error)) throw error
+    } finally {
+      await port.release()
+    }
+  }
 }
 
 const MAX_LOG_CHARS = 1_000_000
@@ -125,13 +162,23 @@ function baseEnv(): Record<string, string> {
  * resolves once GET /health answers 200.
  */
 export async function startSupabaseAuth(options: StartSupabaseAuthOptions): Promise<SupabaseAuthServer> {
+  if (options.port !== undefined) return startSupabaseAuthOn(options, options.port, async () => undefined)
+  return withFreePort((reservation) => startSupabaseAuthOn(options, reservation.port, reservation.release))
+}
+
+async function startSupabaseAuthOn(
+  options: StartSupabaseAuthOptions,
+  port: number,
+  releasePort: () => Promise<void>,
+): Promise<SupabaseAuthServer> {
   const binary = await findSupabaseAuthBinary()
   if ('reason' in binary) throw new Error(binary.reason)
 
-  const database = options.database ?? process.env.AUTHGATE_E2E_DATABASE ?? DEFAULT_DATABASE
+  // The process id keeps two suites running at once on one machine (two checkouts, CI beside a
+  // developer) from dropping each other's database; the database is dropped again on stop.
+  const database = `${options.database ?? process.env.AUTHGATE_E2E_DATABASE ?? DEFAULT_DATABASE}_${process.pid}`
   await prepareAuthDatabase(database, { fresh: options.freshDatabase ?? true })
 
-  const port = options.port ?? (await findFreePort())
   const jwtSecret = generateJwtSecret()
   const signingJwk = generateSigningJwk()
   const env = {
@@ -148,6 +195,7 @@ export async function startSupabaseAuth(options: StartSupabaseAuthOptions): Prom
 
   // The server reads a .env file from its working directory; an empty one keeps it from finding any.
   const workDir = await mkdtemp(join(tmpdir(), 'authgate-supabase-auth-'))
+  await releasePort()
   const child = spawn(binary.path, [], {
     cwd: workDir,
     env: { ...baseEnv(), ...env },
@@ -174,6 +222,7 @@ export async function startSupabaseAuth(options: StartSupabaseAuthOptions): Prom
         await exited(child)
       }
       await rm(workDir, { recursive: true, force: true })
+      await dropDatabase(database).catch(() => undefined)
     })()
     return stopped
   }

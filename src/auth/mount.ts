@@ -1,164 +1,183 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import { ErrorSchema, sendError } from '../errors.ts'
-import { mediaKind, parseForm, parseJson } from '../proxy/body.ts'
+import { sendError } from '../errors.ts'
 import type { Forwarder } from '../proxy/forwarder.ts'
-import { checkIdSegment, rawSegmentAfter } from '../proxy/path-guard.ts'
-import { authValidatorCompiler } from '../validation.ts'
-import { AUTH_ROUTES, type AuthRoute, type ResponseDoc } from './routes.ts'
+import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
+import { bodyHook } from './body.ts'
+import { queryHook } from './query.ts'
+import { routeSchema } from './route-docs.ts'
+import type { AuthRoute } from './routes.ts'
 
 export interface MountOptions {
+  /** The prefix `scope` was registered with; the path guard reads the raw request target. */
   prefix: string
   forwarder: Forwarder
-  bodyLimit: number
+  /** The routes to mount (the table minus the disabled groups). */
+  routes: readonly AuthRoute[]
   /** Rate-limit hook per route (undefined: not limited). */
   rateLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
-  routes?: readonly AuthRoute[]
-}
-
-/** Route config every mounted route carries, for the registry and for hooks. */
-export interface AuthRouteConfig {
-  authgate: { template: string; kind: AuthRoute['kind']; tag: AuthRoute['tag']; rateLimited: boolean }
 }
 
 declare module 'fastify' {
-  interface FastifyRequest {
-    /** The exact body bytes as received (auth routes only). */
-    rawBody?: Buffer | undefined
+  interface FastifyContextConfig {
+    /** The table entry a mounted route was registered from (read by the auth error handler). */
+    authRoute?: AuthRoute
   }
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
-// The OpenAPI-style `content` form keeps each shared schema intact (one named component) while every
-// response has its own description.
-const json = (schema: unknown) => ({ content: { 'application/json': { schema } } })
-const errorResponse = (description: string, headers?: ResponseDoc['headers']) => ({ description, ...(headers ? { headers } : {}), ...json(ErrorSchema) })
+// Responses are the backend's bytes: schemas here document, they never serialise.
+const noSerializer = () => (data: unknown) => JSON.stringify(data)
 
-const RATE_LIMIT_HEADERS = {
-  'Retry-After': { description: 'Seconds until a request may succeed', schema: { type: 'integer', minimum: 0 } },
-  RateLimit: { description: 'Remaining quota (IETF httpapi ratelimit-headers draft 11)', schema: { type: 'string' } },
-  'RateLimit-Policy': { description: 'Quota policy (IETF httpapi ratelimit-headers draft 11)', schema: { type: 'string' } },
+/** `/factors/{factor_id}/verify` → `/factors/:factor_id/verify` */
+const fastifyUrl = (template: string) => template.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1')
+
+/** The handler that sends a route's request on to the backend. */
+function forwardHandler(route: AuthRoute, options: MountOptions) {
+  const { forwarder, prefix } = options
+  const method = route.backend?.method ?? route.method
+  const template = route.backend?.path ?? route.path
+  const sendsBody = BODY_METHODS.has(method)
+  if (templateParams(route.path).length === 0) {
+    return (request: FastifyRequest, reply: FastifyReply) =>
+      forwarder.forward(request, reply, {
+        method,
+        path: template,
+        body: sendsBody ? request.rawBody : undefined,
+        cacheable: route.cacheable === true,
+      })
+  }
+  // Parameters become part of the backend path: they are checked on the raw request target and
+  // re-encoded, and the backend path is built from the template, never from the URL.
+  const match = templateMatcher(route.path)
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    const resolved = resolveTemplate(request.raw.url ?? '', prefix, route.path, match)
+    if (!resolved?.ok)
+      return sendError(request, reply, 'validation_failed', resolved?.message ?? `Invalid path for ${route.path}`)
+    return forwarder.forward(request, reply, {
+      method,
+      path: resolved.path,
+      body: sendsBody ? request.rawBody : undefined,
+    })
+  }
 }
 
-function responseSchemas(route: AuthRoute, limited: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const [status, doc] of Object.entries(route.responses)) {
-    out[status] = {
-      description: doc.description,
-      ...(doc.headers ? { headers: doc.headers } : {}),
-      ...(doc.schema ? json(doc.schema) : {}),
-    }
+/** The methods mounted at the path of a request target, in table order (none: an unknown path). */
+export function allowedMethods(routes: readonly AuthRoute[], prefix: string, target: string): string[] {
+  const out: string[] = []
+  for (const route of routes) {
+    if (out.includes(route.method)) continue
+    if (resolveTemplate(target, prefix, route.path)?.ok === true) out.push(route.method)
   }
-  out['400'] = errorResponse(route.kind === 'relay' ? 'Rejected by Supabase Auth' : 'Request rejected by validation or by Supabase Auth')
-  if (route.bearer) out['401'] = errorResponse('Missing or malformed bearer token')
-  if (route.body) {
-    out['413'] = errorResponse('Body larger than the limit')
-    out['415'] = errorResponse(route.form ? 'Body is neither JSON nor form-encoded' : 'Body is not JSON')
-  }
-  if (limited) out['429'] = errorResponse('Rate limit reached; Supabase Auth was not contacted', RATE_LIMIT_HEADERS)
-  out['500'] = errorResponse('Unexpected failure')
-  out['502'] = errorResponse('Supabase Auth could not be reached')
-  out['504'] = errorResponse('Supabase Auth did not answer in time')
   return out
 }
 
-/** Content-type check and parse for validation; the raw bytes stay on the request for forwarding. */
-function bodyHook(route: AuthRoute) {
-  const optional = route.bodyOptional === true
-  return async function parseBody(request: FastifyRequest, reply: FastifyReply) {
-    const raw = request.body as Buffer | undefined
-    request.rawBody = raw
-    if (!route.body) return
-    if (raw === undefined || raw.length === 0) {
-      if (optional) {
-        request.body = {}
-        return
-      }
-      return sendError(request, reply, 'bad_json', 'Request body is empty')
-    }
-    const kind = mediaKind(request.headers['content-type'])
-    if (kind === 'json' || (kind === 'form' && route.form)) {
-      const parsed = kind === 'json' ? parseJson(raw) : parseForm(raw)
-      if (!parsed.ok) return sendError(request, reply, 'bad_json', parsed.message)
-      request.body = parsed.value
-      return
-    }
-    return sendError(
-      request,
-      reply,
-      'unsupported_media_type',
-      route.form ? 'Content-Type must be application/json or application/x-www-form-urlencoded' : 'Content-Type must be application/json',
-    )
+/**
+ * What answers a request the router has no route for: 405 with `Allow` on a path that is mounted
+ * with other methods (as Supabase Auth answers on its own paths), the gateway's 404 otherwise.
+ */
+export function unrouted(routes: readonly AuthRoute[], prefix: string) {
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    const target = request.raw.url ?? ''
+    const allow = allowedMethods(routes, prefix, target)
+    if (allow.length > 0)
+      return sendError(
+        request,
+        reply,
+        'method_not_allowed',
+        `${request.method} is not allowed on ${target.split('?')[0]}; allowed: ${allow.join(', ')}`,
+        { allow: allow.join(', ') },
+      )
+    return sendError(request, reply, 'not_found', `No route for ${request.method} ${target.split('?')[0]}`)
   }
 }
 
-/** Registers the table's routes on `app` (an encapsulated context: its content-type parser is the raw one). */
-export function mountAuthRoutes(app: FastifyInstance, options: MountOptions): void {
-  const { prefix, forwarder } = options
+/**
+ * Requests under a parameterised route that the router could not give to it (`/passkeys/`,
+ * `/factors/a/b/verify`, a parameter longer than the router takes): 400 naming the parameter
+ * when the target has the shape of one of the routes, the gateway's 404 otherwise. Never forwarded.
+ */
+function guardHandler(routes: AuthRoute[], prefix: string, all: readonly AuthRoute[]) {
+  const matchers = routes.map((r) => [r, templateMatcher(r.path)] as const)
+  const otherwise = unrouted(all, prefix)
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    const target = request.raw.url ?? ''
+    for (const [route, match] of matchers) {
+      const resolved = resolveTemplate(target, prefix, route.path, match)
+      if (resolved === undefined) continue
+      const message = resolved.ok
+        ? `Invalid ${templateParams(route.path).join(', ')}: longer than the router accepts`
+        : resolved.message
+      return sendError(request, reply, 'validation_failed', message)
+    }
+    return otherwise(request, reply)
+  }
+}
 
-  // Every body is read once as bytes; parsing for validation happens per route in `bodyHook`.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: options.bodyLimit }, (_req, body, done) => done(null, body))
-
-  for (const route of options.routes ?? AUTH_ROUTES) {
-    const hasParam = route.path.includes('{id}')
-    const backendMethod = route.backend?.method ?? route.method
-    const sendsBody = BODY_METHODS.has(backendMethod)
+/**
+ * Registers the routes on `scope`, the encapsulated auth context: its body reader, validator and
+ * error handler are set by the plugin (src/plugin.ts).
+ */
+export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): void {
+  // Catch-all guards, one per method and static base (`POST /factors/*` serves challenge and verify).
+  const guards = new Map<string, AuthRoute[]>()
+  for (const route of options.routes) {
     const limiter = options.rateLimitHook?.(route)
-    const config: AuthRouteConfig = { authgate: { template: route.path, kind: route.kind, tag: route.tag, rateLimited: limiter !== undefined } }
-
-    const idBase = hasParam ? prefix + route.path.slice(0, route.path.indexOf('/{id}')) : ''
-    const forward = hasParam
-      ? async (request: FastifyRequest, reply: FastifyReply) => {
-          const segment = rawSegmentAfter(request.raw.url ?? '', idBase)
-          const checked = segment === undefined ? { ok: false as const, reason: 'missing id' } : checkIdSegment(segment)
-          if (!checked.ok) return sendError(request, reply, 'validation_failed', `Invalid passkey id: ${checked.reason}`)
-          const path = (route.backend?.path ?? route.path).replace('{id}', checked.encoded)
-          return forwarder.forward(request, reply, { method: backendMethod, path, body: sendsBody ? request.rawBody : undefined })
-        }
-      : async (request: FastifyRequest, reply: FastifyReply) =>
-          forwarder.forward(request, reply, {
-            method: backendMethod,
-            path: route.backend?.path ?? route.path,
-            body: sendsBody ? request.rawBody : undefined,
-          })
-
-    const base: Omit<RouteOptions, 'url'> = {
+    scope.route({
       method: route.method,
+      url: fastifyUrl(route.path),
       exposeHeadRoute: false,
-      bodyLimit: options.bodyLimit,
-      config,
-      validatorCompiler: authValidatorCompiler,
-      // Responses are the backend's bytes; schemas here document, they never serialise.
-      serializerCompiler: () => (data: unknown) => JSON.stringify(data),
+      serializerCompiler: noSerializer,
+      config: { authRoute: route },
       ...(limiter ? { onRequest: limiter } : {}),
-      preValidation: bodyHook(route),
-      handler: forward,
-    }
+      preValidation: route.queryChecked ? [queryHook(route), bodyHook(route)] : bodyHook(route),
+      handler: forwardHandler(route, options),
+      schema: routeSchema(route, limiter !== undefined),
+    } satisfies RouteOptions)
 
-    app.route({
-      ...base,
-      url: prefix + route.path.replace('{id}', ':id'),
-      schema: {
-        ...(route.body && route.kind === 'typed' ? { body: route.body } : {}),
-        ...(route.query ? { querystring: route.query } : {}),
-        ...(route.params ? { params: route.params } : {}),
-        ...(route.form ? { consumes: ['application/json', 'application/x-www-form-urlencoded'] } : {}),
-        tags: [route.tag],
-        summary: route.summary,
-        ...(route.description ? { description: route.description } : {}),
-        security: route.bearer ? [{ bearerAuth: [] }] : [],
-        response: responseSchemas(route, limiter !== undefined),
-      } as Record<string, unknown>,
+    const brace = route.path.indexOf('{')
+    if (brace !== -1) {
+      const key = `${route.method} ${route.path.slice(0, brace)}*`
+      guards.set(key, [...(guards.get(key) ?? []), route])
+    }
+  }
+  for (const [key, routes] of guards) {
+    const [method, url] = key.split(' ') as [AuthRoute['method'], string]
+    scope.route({
+      method,
+      url,
+      exposeHeadRoute: false,
+      serializerCompiler: noSerializer,
+      schema: { hide: true },
+      handler: guardHandler(routes, options.prefix, options.routes),
     })
+  }
+}
 
-    if (hasParam) {
-      // `/passkeys/` and `/passkeys/a/b` must get 400 from the guard, not 404 (NOTES.md decision 3).
-      app.route({
-        ...base,
-        url: prefix + route.path.slice(0, route.path.indexOf('{id}')) + '*',
-        schema: { ...(route.body ? { body: route.body } : {}), hide: true } as Record<string, unknown>,
-      })
-    }
+/**
+ * RFC 8414 §3.1 path insertion: the metadata of issuer `https://host/auth` is looked for at
+ * `https://host/.well-known/oauth-authorization-server/auth` (and OpenID clients that follow the
+ * same rule try `/.well-known/openid-configuration/auth`). Registered on the application's root
+ * context, outside the prefix; answered by the same backend route.
+ */
+export function mountRootAliases(app: FastifyInstance, options: MountOptions): void {
+  if (options.prefix === '') return // the aliases would be the routes themselves
+  for (const route of options.routes) {
+    if (!route.rootAlias) continue
+    const suffix = route.path.slice('/.well-known/'.length)
+    const schema = routeSchema(route, false)
+    app.route({
+      method: route.method,
+      url: `/.well-known/${suffix}${options.prefix}`,
+      exposeHeadRoute: false,
+      serializerCompiler: noSerializer,
+      config: { authRoute: route },
+      handler: forwardHandler(route, options),
+      schema: {
+        ...schema,
+        summary: `${route.summary} (path-inserted)`,
+        description: `The same document as \`${options.prefix}${route.path}\`, at the location RFC 8414 §3.1 derives from an issuer with a path.`,
+      },
+    })
   }
 }

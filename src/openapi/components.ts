@@ -1,4 +1,5 @@
 import type { JsonSchema } from './types.ts'
+import { isRecord } from './json-schema.ts'
 
 /**
  * Turns route schemas into document schemas: named schemas (`$id`, or a `title` on an object,
@@ -12,8 +13,6 @@ import type { JsonSchema } from './types.ts'
  */
 const COMPONENT_NAME = /[^A-Za-z0-9._-]+/g
 const ANNOTATIONS = new Set(['description', 'examples', 'example', 'deprecated', '$comment'])
-
-const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** A plain-JSON copy: drops functions, symbols and TypeBox's non-enumerable markers. */
 export function cloneJson<T>(value: T): T {
@@ -53,7 +52,18 @@ function isNameable(schema: JsonSchema): boolean {
 
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'] as const
 const SCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'] as const
-const SCHEMA_SINGLES = ['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedProperties', 'unevaluatedItems'] as const
+const SCHEMA_SINGLES = [
+  'items',
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+] as const
 
 export class ComponentCollector {
   readonly schemas: Record<string, JsonSchema> = {}
@@ -130,7 +140,9 @@ export class ComponentCollector {
     for (const [key, value] of Object.entries(node)) {
       if (key === '$id' || key === '$schema' || key === '$defs' || key === 'definitions' || key === '$anchor') continue
       if ((SCHEMA_MAPS as readonly string[]).includes(key) && isRecord(value)) {
-        out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isRecord(v) ? this.#visit(v, scope) : v]))
+        out[key] = Object.fromEntries(
+          Object.entries(value).map(([k, v]) => [k, isRecord(v) ? this.#visit(v, scope) : v]),
+        )
       } else if ((SCHEMA_LISTS as readonly string[]).includes(key) && Array.isArray(value)) {
         out[key] = value.map((v) => (isRecord(v) ? this.#visit(v, scope) : v))
       } else if ((SCHEMA_SINGLES as readonly string[]).includes(key) && isRecord(value)) {
@@ -147,7 +159,8 @@ export class ComponentCollector {
   #resolveRef(node: JsonSchema, scope: Scope): JsonSchema {
     const raw = node.$ref as string
     const { $ref: _ref, ...siblings } = node
-    const keep = (target: JsonSchema) => (Object.keys(siblings).length > 0 ? { ...this.#children(siblings, scope), ...target } : target)
+    const keep = (target: JsonSchema) =>
+      Object.keys(siblings).length > 0 ? { ...this.#children(siblings, scope), ...target } : target
     if (raw.startsWith('#/components/')) return keep({ $ref: raw })
 
     const hash = raw.indexOf('#')
@@ -178,7 +191,10 @@ export class ComponentCollector {
       if (target === undefined && isRecord(this.#shared[base])) target = this.#shared[base] as JsonSchema
       defName = base
     }
-    if (target === undefined) return keep({ description: typeof node.description === 'string' ? node.description : `Unresolved reference ${raw}` })
+    if (target === undefined)
+      return keep({
+        description: typeof node.description === 'string' ? node.description : `Unresolved reference ${raw}`,
+      })
 
     const ref = this.#hoist(target, target === scope.root ? scope : scope.withIds(target), defName)
     const name = (ref.$ref as string).slice('#/components/schemas/'.length)

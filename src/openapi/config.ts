@@ -1,4 +1,4 @@
-import { ConfigError } from '../config.ts'
+import { ConfigError, envValue, type Env } from '../config/env.ts'
 import type { RouteRegistry } from './registry.ts'
 import type { DocumentOptions } from './types.ts'
 
@@ -32,11 +32,11 @@ export const DEFAULT_OPENAPI_PATH = '/openapi.json'
 export const DEFAULT_DOCS_PATH = '/docs'
 const DISABLED = new Set(['off', 'false', 'none', 'disabled'])
 
-type Env = Record<string, string | undefined>
-
 /** `/openapi.json` → `/openapi-3.0.json`; `/spec` → `/spec-3.0`. */
 export function derive30Path(openapiPath: string): string {
-  return openapiPath.endsWith('.json') ? `${openapiPath.slice(0, -'.json'.length)}-3.0.json` : `${openapiPath.replace(/\/$/, '')}-3.0`
+  return openapiPath.endsWith('.json')
+    ? `${openapiPath.slice(0, -'.json'.length)}-3.0.json`
+    : `${openapiPath.replace(/\/$/, '')}-3.0`
 }
 
 /** A plain absolute path (`/docs`, `/api/openapi.json`); `/` allowed; no trailing slash, query or fragment. */
@@ -44,9 +44,13 @@ export function parseServePath(variable: string, raw: string): string {
   const p = raw.trim()
   if (p === '/') return p
   if (!/^(\/[A-Za-z0-9._~!$&'()*+,;=@-]+)+$/.test(p)) {
-    throw new ConfigError(variable, `must be an absolute path of plain segments like /docs or /api/openapi.json (no trailing slash, query or parameters), got ${JSON.stringify(raw)}`)
+    throw new ConfigError(
+      variable,
+      `must be an absolute path of plain segments like /docs or /api/openapi.json (no trailing slash, query or parameters), got ${JSON.stringify(raw)}`,
+    )
   }
-  if (p.split('/').some((s) => s === '.' || s === '..')) throw new ConfigError(variable, `must not contain "." or ".." segments, got ${JSON.stringify(raw)}`)
+  if (p.split('/').some((s) => s === '.' || s === '..'))
+    throw new ConfigError(variable, `must not contain "." or ".." segments, got ${JSON.stringify(raw)}`)
   return p
 }
 
@@ -61,10 +65,18 @@ function parseText(variable: string, raw: string, max: number): string {
 /** Checks paths and that no two of them coincide; fills defaults. */
 export function resolveOpenApiConfig(options: OpenApiOptions = {}): ResolvedOpenApiConfig {
   const openapiPath = parseServePath('openapiPath', options.openapiPath ?? DEFAULT_OPENAPI_PATH)
-  const openapi30Path = options.openapi30Path === false ? false : parseServePath('openapi30Path', options.openapi30Path ?? derive30Path(openapiPath))
-  const docsPath = options.docsPath === false ? false : parseServePath('docsPath', options.docsPath ?? DEFAULT_DOCS_PATH)
+  const openapi30Path =
+    options.openapi30Path === false
+      ? false
+      : parseServePath('openapi30Path', options.openapi30Path ?? derive30Path(openapiPath))
+  const docsPath =
+    options.docsPath === false ? false : parseServePath('docsPath', options.docsPath ?? DEFAULT_DOCS_PATH)
   const used = [openapiPath, openapi30Path, docsPath].filter((p): p is string => p !== false)
-  if (new Set(used).size !== used.length) throw new ConfigError('openapiPath', `the document, 3.0 document and page paths must differ, got ${used.join(', ')}`)
+  if (new Set(used).size !== used.length)
+    throw new ConfigError(
+      'openapiPath',
+      `the document, 3.0 document and page paths must differ, got ${used.join(', ')}`,
+    )
   return { enabled: options.enabled !== false, openapiPath, openapi30Path, docsPath }
 }
 
@@ -73,20 +85,21 @@ export function resolveOpenApiConfig(options: OpenApiOptions = {}): ResolvedOpen
  * (`AUTHGATE_OPENAPI_PATH=off` turns off the documents and the page, which needs them).
  */
 export function loadOpenApiConfig(env: Env = process.env): OpenApiOptions {
-  const get = (name: string) => {
-    const v = env[name]
-    return v === undefined || v.trim() === '' ? undefined : v.trim()
-  }
+  const get = (name: string) => envValue(env, name)
   const out: OpenApiOptions = {}
   const openapi = get('AUTHGATE_OPENAPI_PATH')
   if (openapi !== undefined && DISABLED.has(openapi.toLowerCase())) out.enabled = false
   else if (openapi !== undefined) out.openapiPath = parseServePath('AUTHGATE_OPENAPI_PATH', openapi)
 
   const openapi30 = get('AUTHGATE_OPENAPI30_PATH')
-  if (openapi30 !== undefined) out.openapi30Path = DISABLED.has(openapi30.toLowerCase()) ? false : parseServePath('AUTHGATE_OPENAPI30_PATH', openapi30)
+  if (openapi30 !== undefined)
+    out.openapi30Path = DISABLED.has(openapi30.toLowerCase())
+      ? false
+      : parseServePath('AUTHGATE_OPENAPI30_PATH', openapi30)
 
   const docs = get('AUTHGATE_DOCS_PATH')
-  if (docs !== undefined) out.docsPath = DISABLED.has(docs.toLowerCase()) ? false : parseServePath('AUTHGATE_DOCS_PATH', docs)
+  if (docs !== undefined)
+    out.docsPath = DISABLED.has(docs.toLowerCase()) ? false : parseServePath('AUTHGATE_DOCS_PATH', docs)
 
   const title = get('AUTHGATE_API_TITLE')
   const version = get('AUTHGATE_API_VERSION')

@@ -1,12 +1,23 @@
-import type { FastifySchema, HTTPMethods, RouteHandlerMethod, RouteOptions, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
+import type {
+  FastifySchema,
+  HTTPMethods,
+  RouteHandlerMethod,
+  RouteOptions,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify'
 import type { Static, TSchema } from 'typebox'
-import { splitRequestSchema, type FieldLocation } from './request-split.ts'
+import { routeAuthHook } from '../protect/hook.ts'
+import { normaliseAuth, type AuthOption } from '../protect/requirement.ts'
+import { applyFieldTags, type FieldLocation } from './request-split.ts'
 import type { JsonSchema, SecurityRequirement } from './types.ts'
+import { cloneSchema, mergeObjectSchemas } from './json-schema.ts'
 
 /**
  * How an application declares its own typed routes beside the mounted auth routes: one object
  * that Fastify validates with and the document builder documents. The request can be given as
- * SEED.md's single request type with fields tagged by location (`inPath`, `inQuery`, `inHeader`,
+ * a single request type with fields tagged by location (`inPath`, `inQuery`, `inHeader`,
  * `inForm`, or the property option `{ in: 'query' }`), or as Fastify's separate schemas.
  *
  * ```ts
@@ -22,8 +33,8 @@ import type { JsonSchema, SecurityRequirement } from './types.ts'
 
 /** Marks a property with its location, keeping TypeBox's markers (Optional, ...) intact. */
 function tag<T extends TSchema, L extends FieldLocation>(schema: T, location: L): T & { in: L } {
-  const copy = Object.create(Object.getPrototypeOf(schema) as object | null, Object.getOwnPropertyDescriptors(schema)) as T & { in: L }
-  ;(copy as { in: L }).in = location
+  const copy = cloneSchema(schema) as T & { in: L }
+  copy.in = location
   return copy
 }
 export const inPath = <T extends TSchema>(schema: T) => tag(schema, 'path')
@@ -31,7 +42,7 @@ export const inQuery = <T extends TSchema>(schema: T) => tag(schema, 'query')
 export const inHeader = <T extends TSchema>(schema: T) => tag(schema, 'header')
 export const inForm = <T extends TSchema>(schema: T) => tag(schema, 'form')
 
-/** A response documented by status, description and example (SEED.md §4.5 "explicit response"). */
+/** A response documented by status, description and example (an "explicit response": it replaces the generated one for its status). */
 export interface ExplicitResponse {
   status: number | string
   description?: string
@@ -45,7 +56,11 @@ export interface ExplicitResponse {
 type Props<T> = T extends { properties: infer P } ? P : Record<never, never>
 type KeysIn<P, L> = { [K in keyof P]: P[K] extends { in: L } ? K : never }[keyof P]
 type BodyKeys<P> = { [K in keyof P]: P[K] extends { in: 'path' | 'query' | 'header' | 'form' } ? never : K }[keyof P]
-type PartOf<T, K> = [K] extends [never] ? unknown : T extends TSchema ? Pick<Static<T>, Extract<K, keyof Static<T>>> : unknown
+type PartOf<T, K> = [K] extends [never]
+  ? unknown
+  : T extends TSchema
+    ? Pick<Static<T>, Extract<K, keyof Static<T>>>
+    : unknown
 type StaticOr<T> = T extends TSchema ? Static<T> : unknown
 
 /** What a handler may send for an explicit response: its schema's type, else its example's type. */
@@ -60,17 +75,18 @@ export interface RouteGenericOf<Req, P, Q, H, B, R, E = never> {
   Reply: [R] extends [undefined] ? ([E] extends [never] ? unknown : ExplicitReply<E>) : StaticOr<R> | ExplicitReply<E>
 }
 
-type FastifyRouteOptions<G extends RouteGenericOf<unknown, unknown, unknown, unknown, unknown, unknown, unknown>> = RouteOptions<
-  RawServerDefault,
-  RawRequestDefaultExpression<RawServerDefault>,
-  RawReplyDefaultExpression<RawServerDefault>,
-  G
->
+type FastifyRouteOptions<G extends RouteGenericOf<unknown, unknown, unknown, unknown, unknown, unknown, unknown>> =
+  RouteOptions<
+    RawServerDefault,
+    RawRequestDefaultExpression<RawServerDefault>,
+    RawReplyDefaultExpression<RawServerDefault>,
+    G
+  >
 
 export interface RouteDefinition<Req, P, Q, H, B, R, E extends ExplicitResponse = ExplicitResponse> {
   method: HTTPMethods | HTTPMethods[]
   url: string
-  /** SEED.md's request type: an object whose fields carry `in` tags; untagged fields are the JSON body. */
+  /** The single request type: an object whose fields carry `in` tags; untagged fields are the JSON body. */
   request?: Req
   params?: P
   querystring?: Q
@@ -87,23 +103,24 @@ export interface RouteDefinition<Req, P, Q, H, B, R, E extends ExplicitResponse 
   deprecated?: boolean
   /** `[]` for a public operation, `[{ bearerAuth: [] }]`, or any scheme declared in the options. */
   security?: SecurityRequirement[]
+  /**
+   * The access token this route checks (needs the protect plugin): `'required'`, `'optional'`, or
+   * `{ role, aal, scope, session }`. The token is verified before the body is read, `request.user`
+   * carries its claims, and the document shows bearer security, 401 and (for role, AAL or scope) 403.
+   */
+  auth?: AuthOption
   consumes?: string[]
   produces?: string[]
   /** Leave the route out of the document. */
   hide?: boolean
-  handler: RouteHandlerMethod<RawServerDefault, RawRequestDefaultExpression<RawServerDefault>, RawReplyDefaultExpression<RawServerDefault>, RouteGenericOf<Req, P, Q, H, B, R, E>>
+  handler: RouteHandlerMethod<
+    RawServerDefault,
+    RawRequestDefaultExpression<RawServerDefault>,
+    RawReplyDefaultExpression<RawServerDefault>,
+    RouteGenericOf<Req, P, Q, H, B, R, E>
+  >
   /** Any other Fastify route option (preHandler, config, bodyLimit, ...). */
   options?: Omit<FastifyRouteOptions<RouteGenericOf<Req, P, Q, H, B, R, E>>, 'method' | 'url' | 'schema' | 'handler'>
-}
-
-const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v)
-
-function merge(a: JsonSchema | undefined, b: unknown): JsonSchema | undefined {
-  if (!isRecord(b)) return a
-  if (!a) return b
-  const props = { ...(isRecord(b.properties) ? b.properties : {}), ...(isRecord(a.properties) ? a.properties : {}) }
-  const required = [...new Set([...(Array.isArray(b.required) ? b.required : []), ...(Array.isArray(a.required) ? a.required : [])])]
-  return { ...b, type: 'object', properties: props, ...(required.length > 0 ? { required } : {}) }
 }
 
 export function defineRoute<
@@ -118,25 +135,16 @@ export function defineRoute<
   const methods = (Array.isArray(def.method) ? def.method : [def.method]).map((m) => m.toUpperCase())
   const schema: FastifySchema & JsonSchema = {}
 
-  let params: JsonSchema | undefined
-  let querystring: JsonSchema | undefined
-  let headers: JsonSchema | undefined
-  let body: JsonSchema | undefined
-  let consumes = def.consumes
-  if (def.request !== undefined) {
-    const split = splitRequestSchema(def.request as unknown as JsonSchema)
-    if (split.body && split.form) throw new TypeError(`${def.url}: a request type cannot mix JSON body fields with form fields (tag them all inForm, or none)`)
-    params = split.params
-    querystring = split.querystring
-    headers = split.headers
-    body = split.body ?? split.form
-    if (split.form && !consumes) consumes = ['application/x-www-form-urlencoded']
-  }
-  params = merge(params, def.params)
-  querystring = merge(querystring, def.querystring)
-  headers = merge(headers, def.headers)
-  body = merge(body, def.body)
-
+  const { params, querystring, headers, body, consumes } = applyFieldTags(
+    {
+      params: def.params,
+      querystring: def.querystring,
+      headers: def.headers,
+      body: mergeObjectSchemas(def.body, def.request),
+      consumes: def.consumes,
+    },
+    def.url,
+  )
   if (body && methods.some((m) => m === 'GET' || m === 'HEAD')) {
     throw new TypeError(`${def.url}: GET and HEAD requests have no body; tag the fields inQuery, inPath or inHeader`)
   }
@@ -167,8 +175,17 @@ export function defineRoute<
   if (def.produces) schema.produces = def.produces
   if (def.hide) schema.hide = true
 
+  let extra: Record<string, unknown> = {}
+  if (def.auth !== undefined) {
+    const auth = normaliseAuth(def.auth)
+    const own = def.options?.onRequest
+    const onRequest = [routeAuthHook(auth), ...(own === undefined ? [] : Array.isArray(own) ? own : [own])]
+    extra = { onRequest, config: { ...(def.options?.config ?? {}), auth } }
+  }
+
   return {
     ...(def.options ?? {}),
+    ...extra,
     method: def.method,
     url: def.url,
     schema,

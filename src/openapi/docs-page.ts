@@ -34,7 +34,18 @@ const HARDENED = {
   persistAuth: false,
 } as const
 
-const FORBIDDEN_KEYS = ['proxyUrl', 'proxy', 'pluginUrls', 'externalUrls', 'bundle', 'cdn', 'content', 'sources', 'url', 'spec']
+const FORBIDDEN_KEYS = [
+  'proxyUrl',
+  'proxy',
+  'pluginUrls',
+  'externalUrls',
+  'bundle',
+  'cdn',
+  'content',
+  'sources',
+  'url',
+  'spec',
+]
 
 /**
  * A URL for `target` relative to the page at `from`, so the page keeps working behind a reverse

@@ -1,7 +1,8 @@
 import type { JsonSchema } from './types.ts'
+import { isRecord } from './json-schema.ts'
 
 /**
- * Examples for fields that declare none (SEED.md §4.5): chosen from the field name and type, then
+ * Examples for fields that declare none: chosen from the field name and type, then
  * checked against the field's own constraints. A value that cannot be made to fit (a pattern it
  * does not match, a length its format cannot have) is left out rather than documented wrongly.
  * Values are fixed, so the document is the same on every build.
@@ -92,12 +93,16 @@ function typesOf(schema: JsonSchema): string[] {
   if (Array.isArray(t)) return t.filter((x): x is string => typeof x === 'string')
   if (schema.properties || schema.additionalProperties || schema.patternProperties) return ['object']
   if (schema.items || schema.prefixItems) return ['array']
-  if (typeof schema.format === 'string' || schema.minLength !== undefined || schema.maxLength !== undefined || schema.pattern !== undefined) return ['string']
+  if (
+    typeof schema.format === 'string' ||
+    schema.minLength !== undefined ||
+    schema.maxLength !== undefined ||
+    schema.pattern !== undefined
+  )
+    return ['string']
   if (schema.minimum !== undefined || schema.maximum !== undefined) return ['number']
   return []
 }
-
-const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 function fitString(value: string, schema: JsonSchema, formatted: boolean): string | undefined {
   let v = value
@@ -251,9 +256,12 @@ function isContainer(schema: JsonSchema): boolean {
  */
 export function addGeneratedExamples(schema: unknown, name?: string, depth = 0): void {
   if (!isRecord(schema) || depth > 32 || typeof schema.$ref === 'string') return
-  const combos = (['anyOf', 'oneOf', 'allOf'] as const).flatMap((k) => (Array.isArray(schema[k]) ? (schema[k] as unknown[]) : []))
+  const combos = (['anyOf', 'oneOf', 'allOf'] as const).flatMap((k) =>
+    Array.isArray(schema[k]) ? (schema[k] as unknown[]) : [],
+  )
   if (isContainer(schema) || combos.some((m) => isRecord(m) && (isContainer(m) || typeof m.$ref === 'string'))) {
-    if (isRecord(schema.properties)) for (const [key, sub] of Object.entries(schema.properties)) addGeneratedExamples(sub, key, depth + 1)
+    if (isRecord(schema.properties))
+      for (const [key, sub] of Object.entries(schema.properties)) addGeneratedExamples(sub, key, depth + 1)
     if (isRecord(schema.items)) addGeneratedExamples(schema.items, name, depth + 1)
     for (const m of combos) if (!(isRecord(m) && m.type === 'null')) addGeneratedExamples(m, name, depth + 1)
     return

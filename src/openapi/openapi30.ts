@@ -1,8 +1,9 @@
 import type { JsonSchema, OpenApiDocument } from './types.ts'
+import { isRecord } from './json-schema.ts'
 
 /**
- * The same document as OpenAPI 3.0.3, for code generators that do not read 3.1 (NOTES.md
- * decision 8). A pure function: the 3.1 document is not modified.
+ * The same document as OpenAPI 3.0.3, for code generators that do not read 3.1 (docs/decisions.md,
+ * D13). A pure function: the 3.1 document is not modified.
  *
  * Schema differences handled (3.1 uses full JSON Schema 2020-12, 3.0 an extended subset):
  * `type` lists and `null` members of `anyOf`/`oneOf` → `nullable`; `examples` → `example`;
@@ -12,16 +13,41 @@ import type { JsonSchema, OpenApiDocument } from './types.ts'
  * know are dropped. Document level: `info.summary`, `license.identifier`, `webhooks`,
  * `jsonSchemaDialect`, `components.pathItems` and `mutualTLS` schemes are dropped.
  */
-const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 const DROPPED = new Set([
-  '$schema', '$id', '$anchor', '$defs', 'definitions', '$comment', '$dynamicRef', '$dynamicAnchor', '$vocabulary',
-  'if', 'then', 'else', 'dependentRequired', 'dependentSchemas', 'unevaluatedProperties', 'unevaluatedItems',
-  'contains', 'minContains', 'maxContains', 'propertyNames', 'contentSchema', 'contentMediaType', 'contentEncoding',
-  'examples', 'const', 'patternProperties', 'prefixItems', 'exclusiveMinimum', 'exclusiveMaximum',
+  '$schema',
+  '$id',
+  '$anchor',
+  '$defs',
+  'definitions',
+  '$comment',
+  '$dynamicRef',
+  '$dynamicAnchor',
+  '$vocabulary',
+  'if',
+  'then',
+  'else',
+  'dependentRequired',
+  'dependentSchemas',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'contains',
+  'minContains',
+  'maxContains',
+  'propertyNames',
+  'contentSchema',
+  'contentMediaType',
+  'contentEncoding',
+  'examples',
+  'const',
+  'patternProperties',
+  'prefixItems',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
 ])
 
-const isNullSchema = (s: unknown) => isRecord(s) && (s.type === 'null' || (Array.isArray(s.type) && s.type.length === 1 && s.type[0] === 'null'))
+const isNullSchema = (s: unknown) =>
+  isRecord(s) && (s.type === 'null' || (Array.isArray(s.type) && s.type.length === 1 && s.type[0] === 'null'))
 
 export function schemaTo30(input: unknown): JsonSchema {
   if (input === true || input === undefined) return {}
@@ -42,7 +68,9 @@ export function schemaTo30(input: unknown): JsonSchema {
     if (DROPPED.has(key) || key === 'type' || key === 'nullable') continue
     switch (key) {
       case 'properties':
-        out.properties = isRecord(value) ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, schemaTo30(v)])) : {}
+        out.properties = isRecord(value)
+          ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, schemaTo30(v)]))
+          : {}
         break
       case 'additionalProperties':
         out.additionalProperties = typeof value === 'boolean' ? value : schemaTo30(value)
@@ -79,15 +107,22 @@ export function schemaTo30(input: unknown): JsonSchema {
     }
   }
 
-  const types = typeof input.type === 'string' ? [input.type] : Array.isArray(input.type) ? input.type.filter((t): t is string => typeof t === 'string') : []
+  const types =
+    typeof input.type === 'string'
+      ? [input.type]
+      : Array.isArray(input.type)
+        ? input.type.filter((t): t is string => typeof t === 'string')
+        : []
   if (types.includes('null')) nullable = true
   const concrete = types.filter((t) => t !== 'null')
   if (concrete.length === 1) out.type = concrete[0]
-  else if (concrete.length > 1) out.anyOf = [...(Array.isArray(out.anyOf) ? out.anyOf : []), ...concrete.map((t) => ({ type: t }))]
+  else if (concrete.length > 1)
+    out.anyOf = [...(Array.isArray(out.anyOf) ? out.anyOf : []), ...concrete.map((t) => ({ type: t }))]
   else if (types.length > 0 && out.enum === undefined && out.type === undefined) out.enum = [null] // `type: 'null'` alone
 
   if ('const' in input && out.enum === undefined) out.enum = [input.const]
-  if (Array.isArray(input.examples) && input.examples.length > 0 && out.example === undefined) out.example = input.examples[0]
+  if (Array.isArray(input.examples) && input.examples.length > 0 && out.example === undefined)
+    out.example = input.examples[0]
 
   if (typeof input.exclusiveMinimum === 'number') {
     if (typeof input.minimum !== 'number' || input.exclusiveMinimum >= input.minimum) {
@@ -106,7 +141,8 @@ export function schemaTo30(input: unknown): JsonSchema {
     const values = Object.values(input.patternProperties).map(schemaTo30)
     out.additionalProperties = values.length === 1 ? values[0]! : { anyOf: values }
   }
-  if (Array.isArray(input.prefixItems) && out.items === undefined) out.items = { anyOf: input.prefixItems.map(schemaTo30) }
+  if (Array.isArray(input.prefixItems) && out.items === undefined)
+    out.items = { anyOf: input.prefixItems.map(schemaTo30) }
   if (input.contentEncoding === 'base64' && out.format === undefined) out.format = 'byte'
   if (out.type === 'array' && out.items === undefined) out.items = {}
   if (nullable) out.nullable = true
@@ -148,7 +184,8 @@ export function toOpenApi30(doc: OpenApiDocument): OpenApiDocument {
   if (isRecord(info.license)) {
     // 3.0 has no SPDX `identifier`; the SPDX page is the licence's URL.
     const { identifier, ...license } = info.license
-    if (typeof identifier === 'string' && license.url === undefined) license.url = `https://spdx.org/licenses/${encodeURIComponent(identifier)}.html`
+    if (typeof identifier === 'string' && license.url === undefined)
+      license.url = `https://spdx.org/licenses/${encodeURIComponent(identifier)}.html`
     info.license = license
   }
 
@@ -156,7 +193,8 @@ export function toOpenApi30(doc: OpenApiDocument): OpenApiDocument {
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     const outItem: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(item)) {
-      if (key === 'parameters' && Array.isArray(value)) outItem.parameters = value.map((p) => (isRecord(p) ? withSchema(p) : p))
+      if (key === 'parameters' && Array.isArray(value))
+        outItem.parameters = value.map((p) => (isRecord(p) ? withSchema(p) : p))
       else outItem[key] = isRecord(value) && key !== 'servers' ? operation(value) : value
     }
     paths[path] = outItem
@@ -167,8 +205,12 @@ export function toOpenApi30(doc: OpenApiDocument): OpenApiDocument {
     if (key === 'pathItems' || !isRecord(value)) continue
     if (key === 'schemas') components.schemas = mapValues(value, schemaTo30) ?? {}
     else if (key === 'responses') components.responses = mapValues(value, response) ?? {}
-    else if (key === 'parameters' || key === 'headers' || key === 'requestBodies') components[key] = mapValues(value, withSchema) ?? {}
-    else if (key === 'securitySchemes') components.securitySchemes = Object.fromEntries(Object.entries(value).filter(([, s]) => !(isRecord(s) && s.type === 'mutualTLS')))
+    else if (key === 'parameters' || key === 'headers' || key === 'requestBodies')
+      components[key] = mapValues(value, withSchema) ?? {}
+    else if (key === 'securitySchemes')
+      components.securitySchemes = Object.fromEntries(
+        Object.entries(value).filter(([, s]) => !(isRecord(s) && s.type === 'mutualTLS')),
+      )
     else components[key] = value
   }
 

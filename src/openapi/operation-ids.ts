@@ -1,5 +1,5 @@
 /**
- * Operation ids from method and path (SEED.md §4.5): `GET /items` → `getItems`; path parameters are
+ * Operation ids from method and path : `GET /items` → `getItems`; path parameters are
  * left out unless two routes would share an id, in which case every route of that id spells its
  * parameters (`getItems`, `getItemsById`); an id still shared gets a numeric suffix. An id a route
  * states itself (`schema.operationId`) is kept. The result depends only on the set of routes, not
@@ -25,13 +25,19 @@ function words(text: string): string[] {
 
 /** `getItems` for `GET /items/{id}`: the literal parts of the path only. */
 export function baseOperationId(method: string, path: string): string {
-  const literal = words(path.replace(/\{[^}]*\}/g, ' ')).map(pascal).join('')
+  const literal = words(path.replace(/\{[^}]*\}/g, ' '))
+    .map(pascal)
+    .join('')
   return method.toLowerCase() + (literal || 'Root')
 }
 
 /** `getItemsById` for `GET /items/{id}`; `getUsersPostsByUserIdAndId` for two parameters. */
 export function spelledOperationId(method: string, path: string): string {
-  const params = [...path.matchAll(/\{([^}]*)\}/g)].map((m) => words(m[1] ?? '').map(pascal).join(''))
+  const params = [...path.matchAll(/\{([^}]*)\}/g)].map((m) =>
+    words(m[1] ?? '')
+      .map(pascal)
+      .join(''),
+  )
   const base = baseOperationId(method, path)
   return params.length === 0 ? base : `${base}By${params.join('And')}`
 }

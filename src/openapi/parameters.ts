@@ -2,6 +2,7 @@ import type { ComponentCollector } from './components.ts'
 import { exampleFor } from './examples.ts'
 import type { PathParam } from './path.ts'
 import type { JsonSchema } from './types.ts'
+import { isRecord } from './json-schema.ts'
 
 /**
  * Path, query and header parameters from a route's `params`, `querystring` and `headers` schemas.
@@ -14,8 +15,6 @@ import type { JsonSchema } from './types.ts'
 // they are described by the media types and the security requirement instead.
 const IGNORED_HEADERS = new Set(['accept', 'content-type', 'authorization'])
 
-const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v)
-
 function objectParts(schema: JsonSchema | undefined): { properties: Record<string, unknown>; required: string[] } {
   if (!schema) return { properties: {}, required: [] }
   return {
@@ -24,7 +23,13 @@ function objectParts(schema: JsonSchema | undefined): { properties: Record<strin
   }
 }
 
-function parameter(location: 'path' | 'query' | 'header', name: string, field: unknown, required: boolean, components: ComponentCollector): JsonSchema {
+function parameter(
+  location: 'path' | 'query' | 'header',
+  name: string,
+  field: unknown,
+  required: boolean,
+  components: ComponentCollector,
+): JsonSchema {
   const source = isRecord(field) ? field : {}
   const { description, deprecated, example: _example, examples: _examples, in: _in, ...rest } = source
   const param: JsonSchema = { name, in: location }
@@ -53,7 +58,8 @@ export function buildParameters(src: ParameterSources, components: ComponentColl
     out.push(parameter('path', p.name, field ?? fallback, true, components))
   }
   const query = objectParts(src.querystring)
-  for (const [name, field] of Object.entries(query.properties)) out.push(parameter('query', name, field, query.required.includes(name), components))
+  for (const [name, field] of Object.entries(query.properties))
+    out.push(parameter('query', name, field, query.required.includes(name), components))
   const headers = objectParts(src.headers)
   const requiredHeaders = new Set(headers.required.map((h) => h.toLowerCase()))
   for (const [name, field] of Object.entries(headers.properties)) {

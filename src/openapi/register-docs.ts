@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
+import { gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { resolveOpenApiConfig, type OpenApiOptions } from './config.ts'
 import { DEFAULT_TITLE, buildOpenApiDocument } from './document.ts'
@@ -29,21 +30,57 @@ function joinPath(prefix: string, path: string): string {
   return path === '/' ? prefix : prefix + path
 }
 
-function sendJson(request: FastifyRequest, reply: FastifyReply, doc: OpenApiDocument): FastifyReply {
-  const body = JSON.stringify(doc)
-  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
+interface Rendered {
+  version: number
+  body: Buffer
+  etag: string
+  /** The same bytes gzipped once (the document compresses about 7:1), with an ETag of its own. */
+  gzip: Buffer
+  gzipEtag: string
+}
+
+/**
+ * The serialised document and its ETag, rebuilt only when the registry has recorded a route since
+ * the last build (routes can only be added before the server starts, so in practice once).
+ */
+function cachedRendering(registry: RouteRegistry, build: () => OpenApiDocument): () => Rendered {
+  let cached: Rendered | undefined
+  return () => {
+    if (cached?.version !== registry.version) {
+      const version = registry.version
+      const body = Buffer.from(JSON.stringify(build()))
+      const hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
+      cached = { version, body, etag: `"${hash}"`, gzip: gzipSync(body), gzipEtag: `"${hash}-gzip"` }
+    }
+    return cached
+  }
+}
+
+const GZIP = /\bgzip\b/
+
+function sendJson(request: FastifyRequest, reply: FastifyReply, doc: Rendered): FastifyReply {
+  const gzip = GZIP.test(String(request.headers['accept-encoding'] ?? ''))
+  const etag = gzip ? doc.gzipEtag : doc.etag
   reply.header('cache-control', 'no-cache')
   reply.header('etag', etag)
+  reply.header('vary', 'accept-encoding')
   reply.header('x-content-type-options', 'nosniff')
   if (request.headers['if-none-match'] === etag) return reply.code(304).send()
-  return reply.type('application/json; charset=utf-8').send(body)
+  reply.type('application/json; charset=utf-8')
+  if (!gzip) return reply.send(doc.body)
+  reply.header('content-encoding', 'gzip')
+  return reply.send(doc.gzip)
 }
 
 /**
  * Serves the OpenAPI 3.1 document, its 3.0 rendering and the reference page on `app`, built from
- * `registry` on every request, so routes registered after this call still appear.
+ * `registry`; the bytes are cached until a route is added, so routes registered after this call still appear.
  */
-export function registerDocs(app: FastifyInstance, registry: RouteRegistry, options: RegisterDocsOptions = {}): DocsRoutes {
+export function registerDocs(
+  app: FastifyInstance,
+  registry: RouteRegistry,
+  options: RegisterDocsOptions = {},
+): DocsRoutes {
   const config = resolveOpenApiConfig(options)
   const prefix = app.prefix ?? ''
   const routes: DocsRoutes = {
@@ -52,12 +89,21 @@ export function registerDocs(app: FastifyInstance, registry: RouteRegistry, opti
     docsPath: config.docsPath === false ? false : joinPath(prefix, config.docsPath),
     scriptPath: false,
   }
-  if (!config.enabled) return { openapiPath: routes.openapiPath, openapi30Path: false, docsPath: false, scriptPath: false }
+  if (!config.enabled)
+    return { openapiPath: routes.openapiPath, openapi30Path: false, docsPath: false, scriptPath: false }
 
-  const build = () => buildOpenApiDocument(registry.entries(), { ...options, sharedSchemas: { ...app.getSchemas(), ...(options.sharedSchemas ?? {}) } })
+  const build = () =>
+    buildOpenApiDocument(registry.entries(), {
+      ...options,
+      sharedSchemas: { ...app.getSchemas(), ...(options.sharedSchemas ?? {}) },
+    })
 
-  app.get(config.openapiPath, hidden, async (request, reply) => sendJson(request, reply, build()))
-  if (config.openapi30Path !== false) app.get(config.openapi30Path, hidden, async (request, reply) => sendJson(request, reply, toOpenApi30(build())))
+  const openapi31 = cachedRendering(registry, build)
+  app.get(config.openapiPath, hidden, async (request, reply) => sendJson(request, reply, openapi31()))
+  if (config.openapi30Path !== false) {
+    const openapi30 = cachedRendering(registry, () => toOpenApi30(build()))
+    app.get(config.openapi30Path, hidden, async (request, reply) => sendJson(request, reply, openapi30()))
+  }
 
   if (config.docsPath !== false) {
     const asset = scalarAsset()

@@ -1,4 +1,5 @@
 import type { FastifyInstance, RouteOptions } from 'fastify'
+import { applyFieldTags } from './request-split.ts'
 import type { RouteEntry, RouteSchema } from './types.ts'
 
 /**
@@ -13,6 +14,8 @@ export interface RouteRegistry {
   entries(): RouteEntry[]
   /** Records a route by hand (for routes the hook cannot see, e.g. registered before the registry). */
   add(entry: RouteEntry): void
+  /** Changes whenever a route is recorded: what is built from the entries can be cached on it. */
+  readonly version: number
 }
 
 const registries = new WeakMap<FastifyInstance, RouteRegistry>()
@@ -23,6 +26,7 @@ export function createRegistry(app: FastifyInstance): RouteRegistry {
   if (existing) return existing
 
   const list: RouteEntry[] = []
+  let version = 0
   // GET routes that will get an automatic HEAD twin: Fastify registers the twin right after,
   // with a copy of the same options (same handler), and it fires onRoute like any route.
   const autoHeadOf = new Map<string, RouteOptions['handler']>()
@@ -35,17 +39,26 @@ export function createRegistry(app: FastifyInstance): RouteRegistry {
       autoHeadOf.delete(url)
       return
     }
-    if (methods.includes('GET') && !methods.includes('HEAD') && (route.exposeHeadRoute ?? exposeHeadByDefault)) autoHeadOf.set(url, route.handler)
+    if (methods.includes('GET') && !methods.includes('HEAD') && (route.exposeHeadRoute ?? exposeHeadByDefault))
+      autoHeadOf.set(url, route.handler)
 
+    // A plain route may use the `in` tags too: split them here, before Fastify compiles the
+    // validators, so the route validates the same parts the document shows.
+    if (route.schema) route.schema = applyFieldTags(route.schema as RouteSchema, `${methods.join(',')} ${url}`)
     const schema = route.schema as RouteSchema | undefined
     if (schema?.hide === true) return
     list.push({ methods, url, schema, config: route.config as Record<string, unknown> | undefined })
+    version++
   })
 
   const registry: RouteRegistry = {
     entries: () => list.slice(),
     add: (entry) => {
       list.push(entry)
+      version++
+    },
+    get version() {
+      return version
     },
   }
   registries.set(app, registry)

@@ -1,18 +1,18 @@
 import type { ComponentCollector } from './components.ts'
 import { cloneJson } from './components.ts'
 import type { JsonSchema } from './types.ts'
+import { isRecord } from './json-schema.ts'
 
 /**
  * Response objects from a route's `schema.response` entries (the @fastify/swagger convention:
  * `{ description, headers, ...jsonSchema }` or `{ description, content: { type: { schema } } }`).
  *
- * - An entry with an `example` and no schema of its own is an explicit response (SEED.md §4.5):
+ * - An entry with an `example` and no schema of its own is an explicit response:
  *   its schema is derived from the example's type.
  * - 204, 304 and `type: 'null'` entries have no body; an entry with neither schema nor example
  *   documents only its status, description and headers (a redirect, say).
  * - Redirects document `Location` even when the entry does not.
  */
-const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 const REASONS: Record<string, string> = {
   '200': 'OK',
@@ -42,7 +42,16 @@ const REASONS: Record<string, string> = {
 }
 
 export function defaultDescription(status: string): string {
-  return REASONS[status] ?? (status.startsWith('2') ? 'Success' : status.startsWith('3') ? 'Redirect' : status.startsWith('4') ? 'Client error' : 'Server error')
+  return (
+    REASONS[status] ??
+    (status.startsWith('2')
+      ? 'Success'
+      : status.startsWith('3')
+        ? 'Redirect'
+        : status.startsWith('4')
+          ? 'Client error'
+          : 'Server error')
+  )
 }
 
 /** `200`, `2xx` → `2XX`, `default`. */
@@ -54,8 +63,26 @@ const REDIRECTS = new Set(['301', '302', '303', '307', '308', '3XX'])
 
 /** Keywords that make an entry a schema rather than only a description of the response. */
 const SCHEMA_KEYWORDS = [
-  'type', 'properties', 'items', 'prefixItems', '$ref', 'anyOf', 'oneOf', 'allOf', 'not', 'enum', 'const', 'additionalProperties',
-  'patternProperties', 'required', 'format', 'pattern', 'minimum', 'maximum', 'minLength', 'maxLength',
+  'type',
+  'properties',
+  'items',
+  'prefixItems',
+  '$ref',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'not',
+  'enum',
+  'const',
+  'additionalProperties',
+  'patternProperties',
+  'required',
+  'format',
+  'pattern',
+  'minimum',
+  'maximum',
+  'minLength',
+  'maxLength',
 ]
 
 function hasSchema(s: JsonSchema): boolean {
@@ -67,9 +94,19 @@ export function schemaFromExample(value: unknown): JsonSchema {
   if (value === null) return { type: 'null' }
   if (Array.isArray(value)) return { type: 'array', items: value.length > 0 ? schemaFromExample(value[0]) : {} }
   if (isRecord(value)) {
-    return { type: 'object', properties: Object.fromEntries(Object.entries(value).map(([k, v]) => [k, schemaFromExample(v)])) }
+    return {
+      type: 'object',
+      properties: Object.fromEntries(Object.entries(value).map(([k, v]) => [k, schemaFromExample(v)])),
+    }
   }
-  const type = typeof value === 'number' ? (Number.isInteger(value) ? 'integer' : 'number') : typeof value === 'boolean' ? 'boolean' : 'string'
+  const type =
+    typeof value === 'number'
+      ? Number.isInteger(value)
+        ? 'integer'
+        : 'number'
+      : typeof value === 'boolean'
+        ? 'boolean'
+        : 'string'
   return { type, examples: [value] }
 }
 
@@ -89,15 +126,25 @@ function headerObject(value: unknown, components: ComponentCollector): JsonSchem
   return out
 }
 
-export function buildResponse(status: string, entry: unknown, produces: string[], components: ComponentCollector): JsonSchema {
+export function buildResponse(
+  status: string,
+  entry: unknown,
+  produces: string[],
+  components: ComponentCollector,
+): JsonSchema {
   const e = isRecord(entry) ? entry : {}
   const { description, headers, content, example, ...rest } = e
-  const response: JsonSchema = { description: typeof description === 'string' && description !== '' ? description : defaultDescription(status) }
+  const response: JsonSchema = {
+    description: typeof description === 'string' && description !== '' ? description : defaultDescription(status),
+  }
 
   const headerMap: Record<string, JsonSchema> = {}
   if (isRecord(headers)) for (const [name, h] of Object.entries(headers)) headerMap[name] = headerObject(h, components)
   if (REDIRECTS.has(status) && !Object.keys(headerMap).some((h) => h.toLowerCase() === 'location')) {
-    headerMap.Location = { description: 'Where the client is sent', schema: { type: 'string', format: 'uri-reference' } }
+    headerMap.Location = {
+      description: 'Where the client is sent',
+      schema: { type: 'string', format: 'uri-reference' },
+    }
   }
   if (Object.keys(headerMap).length > 0) response.headers = headerMap
 
@@ -116,7 +163,12 @@ export function buildResponse(status: string, entry: unknown, produces: string[]
   }
 
   if (status === '204' || status === '304' || rest.type === 'null') return response
-  const declared = example !== undefined ? example : Array.isArray(rest.examples) && rest.examples.length > 0 ? rest.examples[0] : undefined
+  const declared =
+    example !== undefined
+      ? example
+      : Array.isArray(rest.examples) && rest.examples.length > 0
+        ? rest.examples[0]
+        : undefined
   let schema: JsonSchema
   if (hasSchema(rest)) schema = components.convert(rest)
   else if (declared !== undefined) schema = schemaFromExample(declared)

@@ -1,7 +1,8 @@
 import type { JsonSchema } from './types.ts'
+import { cloneSchema } from './json-schema.ts'
 
 /**
- * SEED.md's validation vocabulary (min, max, len, email, url, default) as JSON Schema keywords,
+ * The validation vocabulary (min, max, len, email, url, default) as JSON Schema keywords,
  * so one schema both validates (Fastify's Ajv) and documents. The keyword depends on the type:
  *
  * | rule       | string                 | array                | number / integer    |
@@ -11,7 +12,7 @@ import type { JsonSchema } from './types.ts'
  * | email, url | format email / uri     | (error)              | (error)             |
  * | default    | default                | default              | default             |
  *
- * SEED.md writes minLength/maxLength for arrays too; JSON Schema's length of an array is
+ * The vocabulary's min/max is a length for arrays too; JSON Schema's length of an array is
  * minItems/maxItems (minLength on an array validates nothing), so that is what is emitted.
  */
 export interface Rules {
@@ -33,13 +34,22 @@ function kind(schema: JsonSchema): 'string' | 'array' | 'number' | 'other' {
 
 /** A copy of `schema` with the rules applied; keeps TypeBox's markers (e.g. Optional). */
 export function withRules<T extends object>(schema: T, rules: Rules): T {
-  const copy = Object.create(Object.getPrototypeOf(schema) as object | null, Object.getOwnPropertyDescriptors(schema)) as T
+  const copy = cloneSchema(schema)
   const out = copy as unknown as JsonSchema
   const k = kind(out)
   const fail = (rule: string): never => {
-    throw new TypeError(`rule "${rule}" does not apply to a schema of type ${JSON.stringify((out as JsonSchema).type ?? 'unknown')}`)
+    throw new TypeError(
+      `rule "${rule}" does not apply to a schema of type ${JSON.stringify((out as JsonSchema).type ?? 'unknown')}`,
+    )
   }
-  const bounds = k === 'string' ? (['minLength', 'maxLength'] as const) : k === 'array' ? (['minItems', 'maxItems'] as const) : k === 'number' ? (['minimum', 'maximum'] as const) : undefined
+  const bounds =
+    k === 'string'
+      ? (['minLength', 'maxLength'] as const)
+      : k === 'array'
+        ? (['minItems', 'maxItems'] as const)
+        : k === 'number'
+          ? (['minimum', 'maximum'] as const)
+          : undefined
 
   if (rules.min !== undefined) {
     if (!bounds) fail('min')

@@ -24,7 +24,9 @@ export function locateScalar(): { file: string; version: string } {
   try {
     entry = new URL(import.meta.resolve(PACKAGE))
   } catch (err) {
-    throw new Error(`${PACKAGE} is not installed; it provides the reference page (${(err as Error).message})`, { cause: err })
+    throw new Error(`${PACKAGE} is not installed; it provides the reference page (${(err as Error).message})`, {
+      cause: err,
+    })
   }
   // entry: <pkg>/dist/index.js
   const file = fileURLToPath(new URL('./browser/standalone.js', entry))

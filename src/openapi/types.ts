@@ -34,6 +34,13 @@ export interface RouteSchema {
   hide?: boolean
   /** Request media types; `application/json` when absent. */
   consumes?: string[]
+  /** `false`: the body may be left out (`requestBody.required: false`). */
+  bodyRequired?: boolean
+  /** Named whole-request examples of the body (OpenAPI media type `examples`), in the order shown. */
+  requestExamples?: Record<
+    string,
+    { summary?: string; description?: string; value: unknown; [ext: `x-${string}`]: unknown }
+  >
   /** Response media types; `application/json` when absent. */
   produces?: string[]
   [key: string]: unknown
@@ -97,5 +104,7 @@ declare module 'fastify' {
     hide?: boolean
     consumes?: readonly string[]
     produces?: readonly string[]
+    bodyRequired?: boolean
+    requestExamples?: Readonly<Record<string, { summary?: string; description?: string; value: unknown }>>
   }
 }

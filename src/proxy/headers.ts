@@ -23,9 +23,9 @@ export const HOP_BY_HOP = new Set([
  * - host, content-length: set for the backend connection and the exact body sent;
  * - expect: the gateway has already read the body (undici also refuses it);
  * - x-forwarded-*, forwarded, x-real-ip: a client could spoof its identity or the link host
- *   (NOTES.md: one derived client IP is sent instead);
+ *   (one derived client IP is sent instead: docs/decisions.md, D4);
  * - sb-forwarded-for: Supabase Auth would prefer it over everything for client IP and rate limits;
- * - x-jwt-aud: changes the audience Supabase Auth resolves users in (backend-contract §1.1).
+ * - x-jwt-aud: changes the audience Supabase Auth resolves users in (it is read from the request by Supabase Auth).
  */
 export const STRIPPED_REQUEST = new Set([
   'host',
@@ -57,24 +57,35 @@ export interface ForwardedIdentity {
   clientIp: string
   host?: string | undefined
   proto?: string | undefined
+  /** Headers the gateway sets itself (request id, a configured apikey): the client's are dropped. */
+  replaced?: readonly string[] | undefined
+  /** Their values, as a flat [name, value, ...] list appended last. */
+  set?: readonly string[] | undefined
 }
 
 /**
  * The headers sent to the backend, from the raw header list (duplicates and order kept; undici
  * accepts a flat [name, value, ...] array).
  */
-export function outboundRequestHeaders(rawHeaders: string[], headers: IncomingHttpHeaders, id: ForwardedIdentity): string[] {
+export function outboundRequestHeaders(
+  rawHeaders: string[],
+  headers: IncomingHttpHeaders,
+  id: ForwardedIdentity,
+): string[] {
   const named = connectionTokens(headers.connection)
+  const replaced = id.replaced
   const out: string[] = []
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!
     const lower = name.toLowerCase()
     if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower)) continue
+    if (replaced !== undefined && replaced.includes(lower)) continue
     out.push(name, rawHeaders[i + 1]!)
   }
   out.push('x-forwarded-for', id.clientIp)
   if (id.host) out.push('x-forwarded-host', id.host)
   if (id.proto) out.push('x-forwarded-proto', id.proto)
+  if (id.set !== undefined) for (const v of id.set) out.push(v)
   return out
 }
 

@@ -1,5 +1,8 @@
-import { ConfigError, parseDuration } from '../config.ts'
+import { parseDuration } from '../config.ts'
+import { ConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
+import { settingValue } from '../config/schema.ts'
 import { parseRate, samePolicy, type RateLimitPolicy } from './policy.ts'
+import type { RateLimitStore } from './store.ts'
 
 export interface RedisSettings {
   url: string
@@ -20,14 +23,11 @@ export interface RateLimitConfig {
   ipv6PrefixLength: number
   /** Memory store only: most buckets held at once; the least recently seen go first. */
   memoryMaxKeys: number
+  /** A store to use instead of the one selected above (a cluster worker's store owned by the primary). */
+  store?: RateLimitStore
 }
 
-type Env = Record<string, string | undefined>
-
-export const DEFAULT_RATE = '30/5m'
-const DEFAULT_REDIS_TIMEOUT_MS = 100
-const DEFAULT_MEMORY_MAX_KEYS = 500_000
-const DEFAULT_KEY_PREFIX = 'authgate:rl:'
+export const DEFAULT_RATE = settingValue({}, 'AUTHGATE_RATE_LIMIT')!
 
 /** `post  /signup` → `POST /signup`; undefined when it is not `METHOD /path`. */
 export function normalizeRoute(raw: string): string | undefined {
@@ -37,7 +37,12 @@ export function normalizeRoute(raw: string): string | undefined {
 
 /** Policy identifier for a route-specific policy: `/passkeys/{id}` → `passkeys-id`. */
 export function policyNameFor(template: string): string {
-  return template.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'root'
+  return (
+    template
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '') || 'root'
+  )
 }
 
 export function templateOf(route: string): string {
@@ -46,16 +51,24 @@ export function templateOf(route: string): string {
 
 function knownRoute(raw: string, known: Set<string>): string {
   const route = normalizeRoute(raw)
-  if (!route || !known.has(route)) throw new Error(`default rate-limited route ${JSON.stringify(raw)} is not a known route`)
+  if (!route || !known.has(route))
+    throw new Error(`default rate-limited route ${JSON.stringify(raw)} is not a known route`)
   return route
 }
 
 function routeList(variable: string, raw: string, known: Set<string>): string[] {
   const out: string[] = []
-  for (const item of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const route = normalizeRoute(item)
     if (!route) throw new ConfigError(variable, `expected "METHOD /template", got ${JSON.stringify(item)}`)
-    if (!known.has(route)) throw new ConfigError(variable, `no such route ${JSON.stringify(route)} (routes are relative to the prefix, e.g. "POST /signup")`)
+    if (!known.has(route))
+      throw new ConfigError(
+        variable,
+        `no such route ${JSON.stringify(route)} (routes are relative to the prefix, e.g. "POST /signup")`,
+      )
     out.push(route)
   }
   return out
@@ -66,26 +79,38 @@ function routeList(variable: string, raw: string, known: Set<string>): string[] 
  * is unset; `knownRoutes` is every mounted `METHOD /template`, so a typo stops start-up instead of
  * silently leaving a route unlimited.
  */
-export function loadRateLimitConfig(env: Env, defaultRoutes: readonly string[], knownRoutes: readonly string[]): RateLimitConfig {
-  const get = (name: string) => {
-    const v = env[name]
-    return v === undefined || v.trim() === '' ? undefined : v.trim()
-  }
+export function loadRateLimitConfig(
+  env: Env,
+  defaultRoutes: readonly string[],
+  knownRoutes: readonly string[],
+): RateLimitConfig {
+  const get = (name: string) => envValue(env, name)
+  // Defaults come from the settings schema (src/config/schema.ts).
+  const setting = (name: string) => settingValue(env, name)!
   const known = new Set(knownRoutes.map((r) => normalizeRoute(r) ?? r))
-  const defaultPolicy = parseRate('AUTHGATE_RATE_LIMIT', get('AUTHGATE_RATE_LIMIT') ?? DEFAULT_RATE, 'default')
+  const defaultPolicy = parseRate('AUTHGATE_RATE_LIMIT', setting('AUTHGATE_RATE_LIMIT'), 'default')
 
   const listed = get('AUTHGATE_RATE_LIMITED_ROUTES')
   const limited =
-    listed === undefined ? defaultRoutes.map((r) => knownRoute(r, known))
-    : listed.toLowerCase() === 'none' ? []
-    : routeList('AUTHGATE_RATE_LIMITED_ROUTES', listed, known)
+    listed === undefined
+      ? defaultRoutes.map((r) => knownRoute(r, known))
+      : listed.toLowerCase() === 'none'
+        ? []
+        : routeList('AUTHGATE_RATE_LIMITED_ROUTES', listed, known)
   const routes = new Map<string, RateLimitPolicy>(limited.map((r) => [r, defaultPolicy]))
 
   const overrides = get('AUTHGATE_RATE_LIMIT_ROUTES')
   const seen = new Set<string>()
-  for (const item of (overrides ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of (overrides ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = item.indexOf('=')
-    if (eq < 0) throw new ConfigError('AUTHGATE_RATE_LIMIT_ROUTES', `expected "METHOD /template=RATE" or "METHOD /template=off", got ${JSON.stringify(item)}`)
+    if (eq < 0)
+      throw new ConfigError(
+        'AUTHGATE_RATE_LIMIT_ROUTES',
+        `expected "METHOD /template=RATE" or "METHOD /template=off", got ${JSON.stringify(item)}`,
+      )
     const [route] = routeList('AUTHGATE_RATE_LIMIT_ROUTES', item.slice(0, eq), known)
     const rate = item.slice(eq + 1).trim()
     if (seen.has(route!)) throw new ConfigError('AUTHGATE_RATE_LIMIT_ROUTES', `${route} is given twice`)
@@ -94,35 +119,48 @@ export function loadRateLimitConfig(env: Env, defaultRoutes: readonly string[], 
     else routes.set(route!, parseRate('AUTHGATE_RATE_LIMIT_ROUTES', rate, policyNameFor(templateOf(route!))))
   }
 
-  // Routes sharing a template share a bucket (NOTES.md decision 2), so they must share a rate too.
+  // Routes sharing a template share a bucket (docs/decisions.md, D11), so they must share a rate too.
   const byTemplate = new Map<string, [string, RateLimitPolicy]>()
   for (const [route, policy] of routes) {
     const other = byTemplate.get(templateOf(route))
     if (other && !samePolicy(other[1], policy)) {
-      throw new ConfigError('AUTHGATE_RATE_LIMIT_ROUTES', `${other[0]} and ${route} share one bucket (same template) and need the same rate`)
+      throw new ConfigError(
+        'AUTHGATE_RATE_LIMIT_ROUTES',
+        `${other[0]} and ${route} share one bucket (same template) and need the same rate`,
+      )
     }
     if (other) routes.set(route, other[1])
     else byTemplate.set(templateOf(route), [route, policy])
   }
 
-  const onRedisError = get('AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR') ?? 'open'
+  const onRedisError = setting('AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR')
   if (onRedisError !== 'open' && onRedisError !== 'closed') {
-    throw new ConfigError('AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR', `must be "open" or "closed", got ${JSON.stringify(onRedisError)}`)
+    throw new ConfigError(
+      'AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR',
+      `must be "open" or "closed", got ${JSON.stringify(onRedisError)}`,
+    )
   }
   return {
     defaultPolicy,
     routes,
-    redis: redisSettings(get),
+    redis: redisSettings(get, setting),
     onRedisError,
-    ipv6PrefixLength: intIn('AUTHGATE_RATE_LIMIT_IPV6_PREFIX', get('AUTHGATE_RATE_LIMIT_IPV6_PREFIX'), 64, 1, 128),
-    memoryMaxKeys: intIn('AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS', get('AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS'), DEFAULT_MEMORY_MAX_KEYS, 1000, 100_000_000),
+    ipv6PrefixLength: parseIntIn('AUTHGATE_RATE_LIMIT_IPV6_PREFIX', setting('AUTHGATE_RATE_LIMIT_IPV6_PREFIX'), 1, 128),
+    memoryMaxKeys: parseIntIn(
+      'AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS',
+      setting('AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS'),
+      1000,
+      100_000_000,
+    ),
   }
 }
 
-function redisSettings(get: (name: string) => string | undefined): RedisSettings | undefined {
+function redisSettings(
+  get: (name: string) => string | undefined,
+  setting: (name: string) => string,
+): RedisSettings | undefined {
   const url = get('AUTHGATE_REDIS_URL')
-  const timeout = get('AUTHGATE_REDIS_TIMEOUT')
-  const timeoutMs = timeout === undefined ? DEFAULT_REDIS_TIMEOUT_MS : parseDuration('AUTHGATE_REDIS_TIMEOUT', timeout)
+  const timeoutMs = parseDuration('AUTHGATE_REDIS_TIMEOUT', setting('AUTHGATE_REDIS_TIMEOUT'))
   if (url === undefined) return undefined
   let parsed: URL
   try {
@@ -131,14 +169,7 @@ function redisSettings(get: (name: string) => string | undefined): RedisSettings
     throw new ConfigError('AUTHGATE_REDIS_URL', 'not a valid URL (expected redis://host:6379 or rediss://...)')
   }
   // The URL may hold a password: never echo it.
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new ConfigError('AUTHGATE_REDIS_URL', `must be redis:// or rediss://, got ${parsed.protocol}`)
-  return { url, keyPrefix: get('AUTHGATE_REDIS_KEY_PREFIX') ?? DEFAULT_KEY_PREFIX, timeoutMs }
-}
-
-function intIn(variable: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined) return fallback
-  if (!/^\d+$/.test(raw)) throw new ConfigError(variable, `expected an integer, got ${JSON.stringify(raw)}`)
-  const n = Number(raw)
-  if (n < min || n > max) throw new ConfigError(variable, `must be between ${min} and ${max}, got ${n}`)
-  return n
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
+    throw new ConfigError('AUTHGATE_REDIS_URL', `must be redis:// or rediss://, got ${parsed.protocol}`)
+  return { url, keyPrefix: setting('AUTHGATE_REDIS_KEY_PREFIX'), timeoutMs }
 }

@@ -1,5 +1,12 @@
 export { loadRateLimitConfig, DEFAULT_RATE, type RateLimitConfig, type RedisSettings } from './config.ts'
-export { createRateLimiter, bucketName, type RateLimiter, type RateLimitHook, type RateLimitCounters, type RateLimiterOptions } from './limiter.ts'
+export {
+  createRateLimiter,
+  bucketName,
+  type RateLimiter,
+  type RateLimitHook,
+  type RateLimitCounters,
+  type RateLimiterOptions,
+} from './limiter.ts'
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts'
 export { RedisStore } from './redis-store.ts'
 export { parseRate, type RateLimitPolicy } from './policy.ts'

@@ -1,11 +1,10 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
-import { sendError } from '../errors.ts'
+import { API_VERSION_2024, errorBody, sendError, wantsNewErrorShape } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import { clientKey } from './client-key.ts'
 import type { RateLimitConfig } from './config.ts'
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './headers.ts'
 import { MemoryStore } from './memory-store.ts'
-import type { RateLimitPolicy } from './policy.ts'
 import { RedisStore } from './redis-store.ts'
 import type { Decision, RateLimitStore } from './store.ts'
 import { warnAtMostEvery } from './throttled-warning.ts'
@@ -26,8 +25,6 @@ export interface RateLimitCounters {
 export interface RateLimiter {
   /** onRequest hook for a route, or undefined when that route is not limited. */
   hookFor(method: string, template: string): RateLimitHook | undefined
-  /** The policy of a limited route (for the OpenAPI document), or undefined. */
-  policyFor(method: string, template: string): RateLimitPolicy | undefined
   /** Live counters (read them; do not write). */
   readonly counters: Readonly<RateLimitCounters>
   readonly store: RateLimitStore
@@ -49,9 +46,15 @@ type Logger = Pick<FastifyBaseLogger, 'warn' | 'info'>
 
 const UNAVAILABLE_MESSAGE = 'Rate limiting is temporarily unavailable; try again shortly'
 
+// The 429 a client over its limit gets, built once: the flood an attacker sends should cost no
+// more than the decision and one write. Same bytes and headers as sendError would produce.
+const DENIED_LEGACY = Buffer.from(JSON.stringify(errorBody('over_request_rate_limit', false)))
+const DENIED_CURRENT = Buffer.from(JSON.stringify(errorBody('over_request_rate_limit', true)))
+const JSON_TYPE = 'application/json; charset=utf-8'
+
 /**
  * Bucket name for a route template. Keys are (template, client), not (method, template): routes
- * that share a template share a bucket (NOTES.md decision 2). Braces become `:` because Redis
+ * that share a template share a bucket (docs/decisions.md, D11). Braces become `:` because Redis
  * Cluster and key-hashing proxies read `{...}` as a hash tag and would pile every passkey
  * bucket onto one shard.
  */
@@ -59,14 +62,20 @@ export function bucketName(template: string): string {
   return template.replace(/\{([^}]*)\}/g, ':$1')
 }
 
-export function createRateLimiter(config: RateLimitConfig, logger: Logger, options: RateLimiterOptions = {}): RateLimiter {
+export function createRateLimiter(
+  config: RateLimitConfig,
+  logger: Logger,
+  options: RateLimiterOptions = {},
+): RateLimiter {
   const counters: RateLimitCounters = { allowed: 0, denied: 0, storeErrors: 0, failedOpen: 0, failedClosed: 0 }
   const warn = warnAtMostEvery(10_000, logger)
   let degraded = false
-  const store = options.store ?? createStore(config, (err) => {
-    degraded = true
-    warn(err, 'rate-limit store connection error')
-  })
+  const store =
+    options.store ??
+    createStore(config, (err) => {
+      degraded = true
+      warn(err, 'rate-limit store connection error')
+    })
   if (store instanceof RedisStore) {
     store.client.on('ready', () => {
       if (degraded) logger.info('rate-limit store reachable again; limiting resumed')
@@ -82,42 +91,87 @@ export function createRateLimiter(config: RateLimitConfig, logger: Logger, optio
     const policyValue = policyHeader(policy)
     const prefixLength = config.ipv6PrefixLength
 
+    const deny = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => {
+      counters.denied++
+      const current = wantsNewErrorShape(request.headers['x-supabase-api-version'])
+      const retryAfter = String(retryAfterSeconds(decision))
+      const headers: Record<string, string> = current
+        ? {
+            'content-type': JSON_TYPE,
+            'x-sb-error-code': 'over_request_rate_limit',
+            'x-supabase-api-version': API_VERSION_2024,
+            'RateLimit-Policy': policyValue,
+            RateLimit: rateLimitHeader(policy, decision),
+            'Retry-After': retryAfter,
+          }
+        : {
+            'content-type': JSON_TYPE,
+            'x-sb-error-code': 'over_request_rate_limit',
+            'RateLimit-Policy': policyValue,
+            RateLimit: rateLimitHeader(policy, decision),
+            'Retry-After': retryAfter,
+          }
+      return reply
+        .code(429)
+        .headers(headers)
+        .send(current ? DENIED_CURRENT : DENIED_LEGACY)
+    }
+    const allow = (reply: FastifyReply, decision: Decision) => {
+      counters.allowed++
+      reply.header('RateLimit-Policy', policyValue)
+      reply.header('RateLimit', rateLimitHeader(policy, decision))
+      return undefined
+    }
+    const fail = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
+      counters.storeErrors++
+      degraded = true
+      warn(
+        err,
+        closed
+          ? 'rate-limit store unavailable: refusing limited requests (fail-closed)'
+          : 'rate-limit store unavailable: allowing limited requests (fail-open)',
+      )
+      reply.header('RateLimit-Policy', policyValue)
+      if (!closed) {
+        counters.failedOpen++
+        return undefined
+      }
+      counters.failedClosed++
+      return sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
+    }
+
+    // The memory store decides synchronously: no promise to wait on between the decision and the answer.
+    if (store instanceof MemoryStore) {
+      const memory = store
+      return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+        // The same derived client IP the forwarder sends to the backend.
+        const decision = memory.takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
+        return decision.allowed ? allow(reply, decision) : deny(request, reply, decision)
+      }
+    }
     return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       let decision: Decision
       try {
         // The same derived client IP the forwarder sends to the backend.
         decision = await store.take(bucket + clientKey(clientIp(request), prefixLength), policy)
       } catch (err) {
-        counters.storeErrors++
-        degraded = true
-        warn(err, closed ? 'rate-limit store unavailable: refusing limited requests (fail-closed)' : 'rate-limit store unavailable: allowing limited requests (fail-open)')
-        reply.header('RateLimit-Policy', policyValue)
-        if (!closed) {
-          counters.failedOpen++
-          return undefined
-        }
-        counters.failedClosed++
-        return sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
+        return fail(request, reply, err)
       }
-      reply.header('RateLimit-Policy', policyValue)
-      reply.header('RateLimit', rateLimitHeader(policy, decision))
-      if (decision.allowed) {
-        counters.allowed++
-        return undefined
-      }
-      counters.denied++
-      return sendError(request, reply, 'over_request_rate_limit', undefined, { 'Retry-After': String(retryAfterSeconds(decision)) })
+      return decision.allowed ? allow(reply, decision) : deny(request, reply, decision)
     }
   }
 
   return {
     hookFor,
-    policyFor: (method, template) => config.routes.get(`${method.toUpperCase()} ${template}`),
     counters,
     store,
     async ready(timeoutMs = 2000) {
       const ok = store.ready ? await store.ready(timeoutMs) : true
-      if (!ok) logger.warn({ failurePolicy: config.onRedisError }, 'rate-limit store not reachable yet; the failure policy applies until it is')
+      if (!ok)
+        logger.warn(
+          { failurePolicy: config.onRedisError },
+          'rate-limit store not reachable yet; the failure policy applies until it is',
+        )
       return ok
     },
     close: () => store.close(),
@@ -125,6 +179,7 @@ export function createRateLimiter(config: RateLimitConfig, logger: Logger, optio
 }
 
 function createStore(config: RateLimitConfig, onConnectionError: (err: Error) => void): RateLimitStore {
+  if (config.store) return config.store
   if (config.redis) return new RedisStore(config.redis, { onConnectionError })
   return new MemoryStore({ maxKeys: config.memoryMaxKeys })
 }

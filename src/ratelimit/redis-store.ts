@@ -1,8 +1,14 @@
-import { Redis } from 'ioredis'
+import { createRequire } from 'node:module'
+import type { Redis } from 'ioredis'
 import type { RedisSettings } from './config.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
 import { GCRA_SCRIPT, GCRA_SCRIPT_SHA } from './redis-script.ts'
 import type { Decision, RateLimitStore } from './store.ts'
+
+// ioredis and its dependencies are about 25 MB of resident memory: loaded only when a Redis store
+// is actually configured, not by every process that imports the limiter.
+const requireModule = createRequire(import.meta.url)
+const loadRedis = (): typeof Redis => (requireModule('ioredis') as { Redis: typeof Redis }).Redis
 
 export interface RedisStoreOptions {
   /** Called for connection-level errors (ioredis 'error' events); decisions reject separately. */
@@ -10,7 +16,7 @@ export interface RedisStoreOptions {
 }
 
 /**
- * ioredis options for a store that must never make a request wait (LIBRARIES.md: the defaults
+ * ioredis options for a store that must never make a request wait (ioredis's defaults
  * queue commands while Redis is down and retry them 20 times):
  * - no offline queue and no per-command retries: while disconnected a decision fails at once;
  * - commandTimeout: a slow or stopped Redis costs at most the timeout;
@@ -39,7 +45,7 @@ export class RedisStore implements RateLimitStore {
 
   constructor(settings: RedisSettings, options: RedisStoreOptions = {}) {
     this.#keyPrefix = settings.keyPrefix
-    this.client = new Redis(settings.url, redisClientOptions(settings.timeoutMs))
+    this.client = new (loadRedis())(settings.url, redisClientOptions(settings.timeoutMs))
     // Without a listener ioredis prints every reconnect failure to stderr.
     this.client.on('error', (err: Error) => options.onConnectionError?.(err))
   }

@@ -28,7 +28,11 @@ async function scriptedBackend(response: () => Buffer) {
     })
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  return { port: (server.address() as AddressInfo).port, received, close: () => new Promise<void>((r) => server.close(() => r())) }
+  return {
+    port: (server.address() as AddressInfo).port,
+    received,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  }
 }
 
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding'])
@@ -51,10 +55,22 @@ function backendBytes(status: number, reason: string, body: string): Buffer {
 }
 
 const RELAYS: Array<[string, string, string]> = [
-  ['GET', '/auth/authorize?provider=github&redirect_to=http%3A%2F%2Flocalhost%3A3000&scopes=repo%20gist&x=%ZZ', '/authorize?provider=github&redirect_to=http%3A%2F%2Flocalhost%3A3000&scopes=repo%20gist&x=%ZZ'],
+  [
+    'GET',
+    '/auth/authorize?provider=github&redirect_to=http%3A%2F%2Flocalhost%3A3000&scopes=repo%20gist&x=%ZZ',
+    '/authorize?provider=github&redirect_to=http%3A%2F%2Flocalhost%3A3000&scopes=repo%20gist&x=%ZZ',
+  ],
   ['GET', '/auth/callback?code=abc&state=8f2c9a52', '/callback?code=abc&state=8f2c9a52'],
-  ['GET', '/auth/verify?token=pkce_abc&type=signup&redirect_to=http://localhost:3000/', '/verify?token=pkce_abc&type=signup&redirect_to=http://localhost:3000/'],
-  ['GET', '/auth/oauth/authorize?client_id=c&redirect_uri=http%3A%2F%2Flocalhost%2Fcb&code_challenge=abc&code_challenge_method=S256&state=s', '/oauth/authorize?client_id=c&redirect_uri=http%3A%2F%2Flocalhost%2Fcb&code_challenge=abc&code_challenge_method=S256&state=s'],
+  [
+    'GET',
+    '/auth/verify?token=pkce_abc&type=signup&redirect_to=http://localhost:3000/',
+    '/verify?token=pkce_abc&type=signup&redirect_to=http://localhost:3000/',
+  ],
+  [
+    'GET',
+    '/auth/oauth/authorize?client_id=c&redirect_uri=http%3A%2F%2Flocalhost%2Fcb&code_challenge=abc&code_challenge_method=S256&state=s',
+    '/oauth/authorize?client_id=c&redirect_uri=http%3A%2F%2Flocalhost%2Fcb&code_challenge=abc&code_challenge_method=S256&state=s',
+  ],
 ]
 
 describe('redirect routes relay byte for byte', () => {
@@ -63,7 +79,13 @@ describe('redirect routes relay byte for byte', () => {
   let port: number
   let status = 302
   before(async () => {
-    backend = await scriptedBackend(() => backendBytes(status, status === 302 ? 'Found' : 'See Other', `<a href="http://localhost:3000/cb">${status}</a>.\n`))
+    backend = await scriptedBackend(() =>
+      backendBytes(
+        status,
+        status === 302 ? 'Found' : 'See Other',
+        `<a href="http://localhost:3000/cb">${status}</a>.\n`,
+      ),
+    )
     app = await buildApp({ config: { backendUrl: parseBackendUrl('t', `http://127.0.0.1:${backend.port}`) } })
     await app.listen({ port: 0, host: '127.0.0.1' })
     port = (app.server.address() as AddressInfo).port
@@ -79,14 +101,23 @@ describe('redirect routes relay byte for byte', () => {
         test(`${s} ${method} ${url.split('?')[0]} (Accept: ${accept.slice(0, 9)}): same bytes, query unchanged, redirect not followed`, async () => {
           status = s
           const before = backend.received.length
-          const raw = await rawExchange(port, `${method} ${url} HTTP/1.1\r\nHost: localhost\r\nAccept: ${accept}\r\nConnection: close\r\n\r\n`)
+          const raw = await rawExchange(
+            port,
+            `${method} ${url} HTTP/1.1\r\nHost: localhost\r\nAccept: ${accept}\r\nConnection: close\r\n\r\n`,
+          )
           const sent = splitResponse(backendBytes(s, '', `<a href="http://localhost:3000/cb">${s}</a>.\n`))
           const got = splitResponse(raw)
           assert.match(got.statusLine, new RegExp(`^HTTP/1.1 ${s} `))
-          assert.deepEqual(endToEnd(got.headerLines), endToEnd(sent.headerLines))
+          // The backend's headers, in order, then authgate's request id (appended: the backend sent none).
+          const relayed = endToEnd(got.headerLines)
+          assert.match(relayed.at(-1)!, /^x-request-id: [0-9a-f-]{36}$/)
+          assert.deepEqual(relayed.slice(0, -1), endToEnd(sent.headerLines))
           assert.ok(got.body.equals(sent.body))
           assert.equal(backend.received.length, before + 1, 'exactly one backend request: the redirect is not followed')
-          assert.ok(backend.received.at(-1)!.startsWith(`${method} ${target} HTTP/1.1\r\n`), backend.received.at(-1)!.split('\r\n')[0])
+          assert.ok(
+            backend.received.at(-1)!.startsWith(`${method} ${target} HTTP/1.1\r\n`),
+            backend.received.at(-1)!.split('\r\n')[0],
+          )
         })
       }
     }
@@ -95,7 +126,10 @@ describe('redirect routes relay byte for byte', () => {
   test('POST /callback forwards its form body as is', async () => {
     status = 302
     const form = 'state=8f2c9a52&code=abc&user=%7B%22name%22%3A%7B%22firstName%22%3A%22A%22%7D%7D'
-    await rawExchange(port, `POST /auth/callback HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\nConnection: close\r\n\r\n${form}`)
+    await rawExchange(
+      port,
+      `POST /auth/callback HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\nConnection: close\r\n\r\n${form}`,
+    )
     const req = backend.received.at(-1)!
     assert.ok(req.startsWith('POST /callback HTTP/1.1\r\n'))
     assert.ok(req.endsWith('\r\n\r\n' + form))
@@ -104,7 +138,12 @@ describe('redirect routes relay byte for byte', () => {
 
   test('GET /verify and POST /verify stay separate routes', async () => {
     const before = backend.received.length
-    const bad = await app.inject({ method: 'POST', url: '/auth/verify', payload: '{}', headers: { 'content-type': 'application/json' } })
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/auth/verify',
+      payload: '{}',
+      headers: { 'content-type': 'application/json' },
+    })
     assert.equal(bad.statusCode, 400, 'POST /verify is typed: validated')
     assert.equal(backend.received.length, before)
   })
@@ -119,7 +158,14 @@ describe('relay routes with the backend down', () => {
     const app = await buildApp({ config: { backendUrl: parseBackendUrl('t', `http://127.0.0.1:${port}`) } })
     try {
       for (const [method, url] of [...RELAYS.map(([m, u]) => [m, u] as const), ['POST', '/auth/callback'] as const]) {
-        const res = await app.inject({ method: method as 'GET', url, headers: { accept: 'text/html' }, ...(method === 'POST' ? { payload: 'state=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } } : {}) })
+        const res = await app.inject({
+          method: method as 'GET',
+          url,
+          headers: { accept: 'text/html' },
+          ...(method === 'POST'
+            ? { payload: 'state=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }
+            : {}),
+        })
         assert.equal(res.statusCode, 502, url)
         assert.equal(res.json().error_code, 'backend_unreachable')
       }

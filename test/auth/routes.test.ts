@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { ROUTE_GROUPS } from '../../src/auth/groups.ts'
 import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from '../../src/auth/routes.ts'
 
 type Schema = Record<string, any>
@@ -21,12 +22,14 @@ test('every property of every route type has a description and an example (neste
     const schemas: Array<[string, Schema]> = []
     if (route.body) schemas.push(['body', route.body])
     if (route.query) schemas.push(['query', route.query])
-    for (const [status, r] of Object.entries(route.responses)) if (r.schema) schemas.push([`response ${status}`, r.schema])
+    for (const [status, r] of Object.entries(route.responses))
+      if (r.schema) schemas.push([`response ${status}`, r.schema])
     for (const [where, schema] of schemas) {
       for (const [path, prop] of properties(schema, `${routeName(route)} ${where}`)) {
         assert.ok(typeof prop.description === 'string' && prop.description.length > 0, `${path} has no description`)
         // A nested object is exemplified by its own properties.
-        if (!prop.properties) assert.ok(Array.isArray(prop.examples) && prop.examples.length > 0, `${path} has no example`)
+        if (!prop.properties)
+          assert.ok(Array.isArray(prop.examples) && prop.examples.length > 0, `${path} has no example`)
       }
     }
   }
@@ -37,7 +40,11 @@ test('request types fill in nothing: no defaults, and unknown properties are all
     if (!route.body) continue
     const json = JSON.stringify(route.body)
     assert.doesNotMatch(json, /"default":/, `${routeName(route)} has a default`)
-    assert.notEqual((route.body as Schema).additionalProperties, false, `${routeName(route)} forbids unknown properties`)
+    assert.notEqual(
+      (route.body as Schema).additionalProperties,
+      false,
+      `${routeName(route)} forbids unknown properties`,
+    )
   }
 })
 
@@ -52,15 +59,17 @@ test('the table has one entry per method and path, every one tagged, summarised,
   const names = AUTH_ROUTES.map(routeName)
   assert.equal(new Set(names).size, names.length)
   for (const r of AUTH_ROUTES) {
-    assert.ok(['Auth', 'OAuth', 'Passkey'].includes(r.tag))
+    assert.ok(['Auth', 'OAuth', 'Passkey', 'MFA', 'SSO'].includes(r.tag))
     assert.ok(r.summary.length > 0)
     assert.ok((r.description ?? '').length > 20, `${routeName(r)} has no description`)
     assert.ok(Object.keys(r.responses).some((s) => Number(s) < 400))
   }
 })
 
-test('the default rate-limited routes are the nine of SEED.md §8.1', () => {
+test('the default rate-limited routes: sign-in and sign-up, and MFA challenge and verify', () => {
   assert.deepEqual([...DEFAULT_RATE_LIMITED].sort(), [
+    'POST /factors/{factor_id}/challenge',
+    'POST /factors/{factor_id}/verify',
     'POST /oauth/clients/register',
     'POST /oauth/token',
     'POST /otp',
@@ -73,19 +82,50 @@ test('the default rate-limited routes are the nine of SEED.md §8.1', () => {
   ])
 })
 
-test('bearer is documented exactly where Supabase Auth requires a user token (NOTES.md decision 6)', () => {
-  const bearer = AUTH_ROUTES.filter((r) => r.bearer).map(routeName).sort()
+test('bearer is documented exactly where Supabase Auth requires a user token', () => {
+  const bearer = AUTH_ROUTES.filter((r) => r.bearer)
+    .map(routeName)
+    .sort()
   assert.deepEqual(bearer, [
+    'DELETE /factors/{factor_id}',
     'DELETE /passkeys/{id}',
+    'DELETE /user/identities/{identity_id}',
+    'DELETE /user/oauth/grants',
+    'GET /oauth/authorizations/{authorization_id}',
     'GET /oauth/userinfo',
     'GET /passkeys',
     'GET /reauthenticate',
     'GET /user',
+    'GET /user/identities/authorize',
+    'GET /user/oauth/grants',
     'PATCH /passkeys/{id}',
+    'POST /factors',
+    'POST /factors/{factor_id}/challenge',
+    'POST /factors/{factor_id}/verify',
     'POST /logout',
+    'POST /oauth/authorizations/{authorization_id}/consent',
     'POST /passkeys/registration/options',
     'POST /passkeys/registration/verify',
     'POST /reauthenticate',
     'PUT /user',
   ])
+})
+
+test('every route with a path parameter documents it, and only the parameters its template names', () => {
+  for (const r of AUTH_ROUTES) {
+    const names = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
+    const documented = Object.keys((r.params as Schema | undefined)?.properties ?? {})
+    assert.deepEqual(documented, names, routeName(r))
+  }
+})
+
+test('every route belongs to a known group; core holds the sign-in essentials', () => {
+  for (const r of AUTH_ROUTES) assert.ok(r.group in ROUTE_GROUPS, routeName(r))
+  const group = (name: string) => AUTH_ROUTES.find((r) => routeName(r) === name)!.group
+  assert.equal(group('POST /signup'), 'core')
+  assert.equal(group('GET /.well-known/jwks.json'), 'core')
+  assert.equal(group('POST /factors'), 'mfa')
+  assert.equal(group('POST /sso'), 'sso')
+  assert.equal(group('DELETE /user/identities/{identity_id}'), 'identities')
+  assert.equal(group('GET /user/oauth/grants'), 'oauth')
 })

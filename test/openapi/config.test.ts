@@ -5,7 +5,12 @@ import { derive30Path, loadOpenApiConfig, resolveOpenApiConfig } from '../../src
 
 test('defaults: /openapi.json, /openapi-3.0.json, /docs, enabled', () => {
   assert.deepEqual(loadOpenApiConfig({}), {})
-  assert.deepEqual(resolveOpenApiConfig(loadOpenApiConfig({})), { enabled: true, openapiPath: '/openapi.json', openapi30Path: '/openapi-3.0.json', docsPath: '/docs' })
+  assert.deepEqual(resolveOpenApiConfig(loadOpenApiConfig({})), {
+    enabled: true,
+    openapiPath: '/openapi.json',
+    openapi30Path: '/openapi-3.0.json',
+    docsPath: '/docs',
+  })
 })
 
 test('the environment sets paths, title and version', () => {
@@ -16,8 +21,17 @@ test('the environment sets paths, title and version', () => {
     AUTHGATE_API_VERSION: '2.1.0',
   }
   const options = loadOpenApiConfig(env)
-  assert.deepEqual(options, { openapiPath: '/api/openapi.json', docsPath: '/api/reference', info: { title: 'My API', version: '2.1.0' } })
-  assert.deepEqual(resolveOpenApiConfig(options), { enabled: true, openapiPath: '/api/openapi.json', openapi30Path: '/api/openapi-3.0.json', docsPath: '/api/reference' })
+  assert.deepEqual(options, {
+    openapiPath: '/api/openapi.json',
+    docsPath: '/api/reference',
+    info: { title: 'My API', version: '2.1.0' },
+  })
+  assert.deepEqual(resolveOpenApiConfig(options), {
+    enabled: true,
+    openapiPath: '/api/openapi.json',
+    openapi30Path: '/api/openapi-3.0.json',
+    docsPath: '/api/reference',
+  })
   assert.equal(loadOpenApiConfig({ AUTHGATE_OPENAPI30_PATH: '/v3.json' }).openapi30Path, '/v3.json')
 })
 
@@ -41,13 +55,22 @@ test('bad values throw ConfigError naming the variable', () => {
     [{ AUTHGATE_DOCS_PATH: '/openapi.json' }, 'AUTHGATE_DOCS_PATH'],
   ]
   for (const [env, variable] of bad) {
-    assert.throws(() => loadOpenApiConfig(env), (err: unknown) => err instanceof ConfigError && err.variable === variable, JSON.stringify(env))
+    assert.throws(
+      () => loadOpenApiConfig(env),
+      (err: unknown) => err instanceof ConfigError && err.variable === variable,
+      JSON.stringify(env),
+    )
   }
 })
 
 test('library options are checked the same way', () => {
   assert.throws(() => resolveOpenApiConfig({ docsPath: 'docs' }), ConfigError)
   assert.throws(() => resolveOpenApiConfig({ openapiPath: '/x', openapi30Path: '/x' }), ConfigError)
-  assert.deepEqual(resolveOpenApiConfig({ docsPath: false, openapi30Path: false }), { enabled: true, openapiPath: '/openapi.json', openapi30Path: false, docsPath: false })
+  assert.deepEqual(resolveOpenApiConfig({ docsPath: false, openapi30Path: false }), {
+    enabled: true,
+    openapiPath: '/openapi.json',
+    openapi30Path: false,
+    docsPath: false,
+  })
   assert.equal(derive30Path('/spec'), '/spec-3.0')
 })

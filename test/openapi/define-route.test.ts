@@ -42,7 +42,14 @@ test('a request type is split into params, querystring and headers; Fastify vali
   assert.equal((await app.inject({ url: '/items/ab', headers: { 'x-tenant': 't1' } })).statusCode, 400)
   assert.equal((await app.inject({ url: '/items/abc' })).statusCode, 400, 'required header missing')
   const op = doc.paths['/items/{id}'].get
-  assert.deepEqual(op.parameters.map((p: Json) => [p.name, p.in, p.required]), [['id', 'path', true], ['limit', 'query', false], ['x-tenant', 'header', true]])
+  assert.deepEqual(
+    op.parameters.map((p: Json) => [p.name, p.in, p.required]),
+    [
+      ['id', 'path', true],
+      ['limit', 'query', false],
+      ['x-tenant', 'header', true],
+    ],
+  )
   assert.equal(op.requestBody, undefined)
   await app.close()
 })
@@ -52,7 +59,10 @@ test('untagged fields are the JSON body; a type with only tagged fields has no b
     defineRoute({
       method: 'PUT',
       url: '/items/:id',
-      request: Type.Object({ id: inPath(Type.String()), name: Type.String({ minLength: 1 }), note: Type.Optional(Type.String()) }, { title: 'ItemUpdate' }),
+      request: Type.Object(
+        { id: inPath(Type.String()), name: Type.String({ minLength: 1 }), note: Type.Optional(Type.String()) },
+        { title: 'ItemUpdate' },
+      ),
       handler: async (request) => ({ id: request.params.id, name: request.body.name }),
     }),
     defineRoute({
@@ -66,7 +76,11 @@ test('untagged fields are the JSON body; a type with only tagged fields has no b
   assert.deepEqual((await put({ name: 'x' })).json(), { id: '7', name: 'x' })
   assert.equal((await put({ name: '' })).statusCode, 400)
   assert.equal((await put({})).statusCode, 400)
-  assert.equal((await app.inject({ method: 'POST', url: '/items/7/touch' })).statusCode, 200, 'no body schema, no body needed')
+  assert.equal(
+    (await app.inject({ method: 'POST', url: '/items/7/touch' })).statusCode,
+    200,
+    'no body schema, no body needed',
+  )
   assert.deepEqual(doc.components.schemas.ItemUpdate.required, ['name'])
   assert.deepEqual(Object.keys(doc.components.schemas.ItemUpdate.properties), ['name', 'note'])
   assert.equal(doc.paths['/items/{id}/touch'].post.requestBody, undefined)
@@ -74,16 +88,34 @@ test('untagged fields are the JSON body; a type with only tagged fields has no b
 })
 
 test('form fields make an application/x-www-form-urlencoded body; mixing them with JSON fields is refused', () => {
-  const route = defineRoute({ method: 'POST', url: '/login', request: Type.Object({ username: inForm(Type.String()), password: inForm(Type.String()) }), handler: async () => ({}) })
+  const route = defineRoute({
+    method: 'POST',
+    url: '/login',
+    request: Type.Object({ username: inForm(Type.String()), password: inForm(Type.String()) }),
+    handler: async () => ({}),
+  })
   assert.deepEqual(route.schema?.consumes, ['application/x-www-form-urlencoded'])
   assert.deepEqual(Object.keys((route.schema?.body as Json).properties), ['username', 'password'])
   const doc = buildOpenApiDocument([{ methods: ['POST'], url: '/login', schema: route.schema as Json }]) as Json
   assert.deepEqual(Object.keys(doc.paths['/login'].post.requestBody.content), ['application/x-www-form-urlencoded'])
-  assert.throws(() => defineRoute({ method: 'POST', url: '/mixed', request: Type.Object({ a: inForm(Type.String()), b: Type.String() }), handler: async () => ({}) }), /cannot mix/)
+  assert.throws(
+    () =>
+      defineRoute({
+        method: 'POST',
+        url: '/mixed',
+        request: Type.Object({ a: inForm(Type.String()), b: Type.String() }),
+        handler: async () => ({}),
+      }),
+    /cannot mix/,
+  )
 })
 
 test('GET with body fields is refused with a hint', () => {
-  assert.throws(() => defineRoute({ method: 'GET', url: '/q', request: Type.Object({ q: Type.String() }), handler: async () => ({}) }), /inQuery/)
+  assert.throws(
+    () =>
+      defineRoute({ method: 'GET', url: '/q', request: Type.Object({ q: Type.String() }), handler: async () => ({}) }),
+    /inQuery/,
+  )
 })
 
 test('Fastify-style separate schemas work too, and metadata reaches the document', async () => {
@@ -109,7 +141,10 @@ test('Fastify-style separate schemas work too, and metadata reaches the document
   assert.equal(res.statusCode, 201)
   assert.deepEqual(res.json(), { id: '1', name: 'n' })
   const op = doc.paths['/things'].post
-  assert.deepEqual([op.summary, op.description, op.operationId, op.deprecated, op.tags], ['Create a thing', 'Long text', 'createThing', true, ['Things', 'Management']])
+  assert.deepEqual(
+    [op.summary, op.description, op.operationId, op.deprecated, op.tags],
+    ['Create a thing', 'Long text', 'createThing', true, ['Things', 'Management']],
+  )
   assert.deepEqual(Object.keys(op.responses), ['201', '400', '401', '403', '409', '500'])
   assert.equal(op.responses['409'].description, 'Exists already')
   assert.equal(op.responses['409'].content['application/json'].schema.properties.msg.type, 'string')
@@ -128,7 +163,10 @@ test('an explicit response documented by example does not filter what the handle
   assert.deepEqual((await app.inject('/share')).json(), { url: 'https://x.example/s/2', expires_in: 60 })
   const r = doc.paths['/share'].get.responses['200']
   assert.equal(r.description, 'A link')
-  assert.deepEqual(r.content['application/json'].schema, { type: 'object', properties: { url: { type: 'string', examples: ['https://x.example/s/1'] } } })
+  assert.deepEqual(r.content['application/json'].schema, {
+    type: 'object',
+    properties: { url: { type: 'string', examples: ['https://x.example/s/1'] } },
+  })
   await app.close()
 })
 
@@ -144,10 +182,29 @@ test('withRules: min, max, len, email, url and default map by type, and Fastify 
   })
   assert.deepEqual(body.required, ['name', 'code', 'email', 'tags', 'age'], 'Optional survives withRules')
   const { app, doc } = await appWith(defineRoute({ method: 'POST', url: '/r', body, handler: async () => ({}) }))
-  const ok = { name: 'abc', code: 'abcd', email: 'a@b.co', site: 'https://x.example', tags: ['t'], pair: [1, 2], age: 40 }
+  const ok = {
+    name: 'abc',
+    code: 'abcd',
+    email: 'a@b.co',
+    site: 'https://x.example',
+    tags: ['t'],
+    pair: [1, 2],
+    age: 40,
+  }
   const post = (patch: Json) => app.inject({ method: 'POST', url: '/r', payload: { ...ok, ...patch } })
   assert.equal((await post({})).statusCode, 200)
-  for (const bad of [{ name: 'a' }, { name: 'abcdef' }, { code: 'abc' }, { email: 'nope' }, { site: 'not a url' }, { tags: [] }, { tags: ['a', 'b', 'c'] }, { pair: [1] }, { age: 17 }, { age: 100 }]) {
+  for (const bad of [
+    { name: 'a' },
+    { name: 'abcdef' },
+    { code: 'abc' },
+    { email: 'nope' },
+    { site: 'not a url' },
+    { tags: [] },
+    { tags: ['a', 'b', 'c'] },
+    { pair: [1] },
+    { age: 17 },
+    { age: 100 },
+  ]) {
     assert.equal((await post(bad)).statusCode, 400, JSON.stringify(bad))
   }
   const p = doc.paths['/r'].post.requestBody.content['application/json'].schema.properties

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { assignOperationIds, baseOperationId, spelledOperationId, type OperationKey } from '../../src/openapi/operation-ids.ts'
+import {
+  assignOperationIds,
+  baseOperationId,
+  spelledOperationId,
+  type OperationKey,
+} from '../../src/openapi/operation-ids.ts'
 
 const ids = (...keys: Array<[string, string] | [string, string, string]>) =>
   assignOperationIds(keys.map(([method, path, explicit]): OperationKey => ({ method, path, explicit })))
@@ -10,16 +15,28 @@ test('GET /items and GET /items/{id} share a base id, so both spell their parame
 })
 
 test('ids that are already unique keep the short form, parameters left out', () => {
-  assert.deepEqual(ids(['get', '/items/{id}'], ['delete', '/passkeys/{id}'], ['post', '/items']), ['getItems', 'deletePasskeys', 'postItems'])
+  assert.deepEqual(ids(['get', '/items/{id}'], ['delete', '/passkeys/{id}'], ['post', '/items']), [
+    'getItems',
+    'deletePasskeys',
+    'postItems',
+  ])
 })
 
 test('a collision elsewhere does not change unique ids', () => {
-  assert.deepEqual(ids(['get', '/items'], ['get', '/items/{id}'], ['get', '/users/{id}']), ['getItems', 'getItemsById', 'getUsers'])
+  assert.deepEqual(ids(['get', '/items'], ['get', '/items/{id}'], ['get', '/users/{id}']), [
+    'getItems',
+    'getItemsById',
+    'getUsers',
+  ])
 })
 
 test('an id still shared after spelling the parameters gets a numeric suffix', () => {
   // `/item-s/{id}` and `/item_s/{id}` both spell as getItemSById; `/item-s` joins them on the base.
-  assert.deepEqual(ids(['get', '/item-s/{id}'], ['get', '/item_s/{id}'], ['get', '/item-s']), ['getItemSById', 'getItemSById2', 'getItemS'])
+  assert.deepEqual(ids(['get', '/item-s/{id}'], ['get', '/item_s/{id}'], ['get', '/item-s']), [
+    'getItemSById',
+    'getItemSById2',
+    'getItemS',
+  ])
 })
 
 test('a suffixed id never takes an id another route has without collision', () => {
@@ -30,7 +47,10 @@ test('a suffixed id never takes an id another route has without collision', () =
 
 test('several parameters are joined with And; path words are camel-cased', () => {
   assert.equal(spelledOperationId('get', '/users/{user_id}/posts/{id}'), 'getUsersPostsByUserIdAndId')
-  assert.equal(baseOperationId('get', '/.well-known/oauth-authorization-server'), 'getWellKnownOauthAuthorizationServer')
+  assert.equal(
+    baseOperationId('get', '/.well-known/oauth-authorization-server'),
+    'getWellKnownOauthAuthorizationServer',
+  )
   assert.equal(baseOperationId('post', '/oauth/clients/register'), 'postOauthClientsRegister')
   assert.equal(baseOperationId('get', '/'), 'getRoot')
 })
@@ -44,7 +64,13 @@ test('an explicit operationId wins and generated ids do not take it', () => {
 })
 
 test('ids depend on the set of routes, not on registration order', () => {
-  const keys: Array<[string, string]> = [['get', '/items/{id}'], ['get', '/items'], ['get', '/item-s/{x}'], ['get', '/item_s/{x}'], ['post', '/items']]
+  const keys: Array<[string, string]> = [
+    ['get', '/items/{id}'],
+    ['get', '/items'],
+    ['get', '/item-s/{x}'],
+    ['get', '/item_s/{x}'],
+    ['post', '/items'],
+  ]
   const forward = Object.fromEntries(keys.map((k, i) => [k.join(' '), ids(...keys)[i]]))
   const reversed = keys.slice().reverse()
   const backward = Object.fromEntries(reversed.map((k, i) => [k.join(' '), ids(...reversed)[i]]))

@@ -17,7 +17,11 @@ test('Fastify path syntax becomes OpenAPI templates with {name} segments', () =>
   for (const [fastify, openapi, names] of cases) {
     const out = toOpenApiPath(fastify)
     assert.equal(out.path, openapi, fastify)
-    assert.deepEqual(out.params.map((p) => p.name), names, fastify)
+    assert.deepEqual(
+      out.params.map((p) => p.name),
+      names,
+      fastify,
+    )
   }
 })
 

@@ -15,7 +15,14 @@ test('records every route with methods, full URL (prefix included), schema and c
   await app.register(async (child) => child.delete('/:id', ok), { prefix: '/things' })
   await app.ready()
   const entries = registry.entries()
-  assert.deepEqual(entries.map((e) => [e.methods, e.url]), [[['GET'], '/a'], [['POST', 'PUT'], '/b'], [['DELETE'], '/things/:id']])
+  assert.deepEqual(
+    entries.map((e) => [e.methods, e.url]),
+    [
+      [['GET'], '/a'],
+      [['POST', 'PUT'], '/b'],
+      [['DELETE'], '/things/:id'],
+    ],
+  )
   assert.deepEqual(entries[0]!.schema?.tags, ['A'])
   assert.equal((entries[0]!.config as { x?: number }).x, 1)
   await app.close()
@@ -29,7 +36,10 @@ test("Fastify's automatic HEAD routes are not recorded; a HEAD route declared by
   app.head('/manual', ok)
   await app.ready()
   assert.equal((await app.inject({ method: 'HEAD', url: '/auto' })).statusCode, 200, 'the automatic HEAD route exists')
-  assert.deepEqual(registry.entries().map((e) => `${e.methods.join(',')} ${e.url}`), ['GET /auto', 'GET /manual', 'HEAD /manual'])
+  assert.deepEqual(
+    registry.entries().map((e) => `${e.methods.join(',')} ${e.url}`),
+    ['GET /auto', 'GET /manual', 'HEAD /manual'],
+  )
   const doc = buildOpenApiDocument(registry.entries())
   assert.deepEqual(Object.keys(doc.paths['/auto']!), ['get'])
   assert.deepEqual(Object.keys(doc.paths['/manual']!).sort(), ['get', 'head'])
@@ -43,7 +53,10 @@ test('routes with schema.hide are left out, and so are the documentation routes 
   app.get('/secret', { schema: { hide: true } }, ok)
   registerDocs(app, registry)
   await app.ready()
-  assert.deepEqual(registry.entries().map((e) => e.url), ['/visible'])
+  assert.deepEqual(
+    registry.entries().map((e) => e.url),
+    ['/visible'],
+  )
   const doc = (await app.inject('/openapi.json')).json()
   assert.deepEqual(Object.keys(doc.paths), ['/visible'])
   await app.close()
@@ -82,14 +95,20 @@ test('inside a plugin: routes of that plugin and its children are seen, routes r
   const app = Fastify()
   app.get('/before', ok)
   let registry: ReturnType<typeof createRegistry> | undefined
-  await app.register(async (plugin) => {
-    registry = createRegistry(plugin)
-    plugin.get('/inside', ok)
-    await plugin.register(async (child) => child.get('/child', ok), { prefix: '/sub' })
-  }, { prefix: '/auth' })
+  await app.register(
+    async (plugin) => {
+      registry = createRegistry(plugin)
+      plugin.get('/inside', ok)
+      await plugin.register(async (child) => child.get('/child', ok), { prefix: '/sub' })
+    },
+    { prefix: '/auth' },
+  )
   app.get('/after-at-root', ok)
   await app.ready()
-  assert.deepEqual(registry!.entries().map((e) => e.url), ['/auth/inside', '/auth/sub/child'])
+  assert.deepEqual(
+    registry!.entries().map((e) => e.url),
+    ['/auth/inside', '/auth/sub/child'],
+  )
   await app.close()
 })
 
@@ -97,10 +116,13 @@ test('the workaround for plugin use: a registry created on the root first sees t
   const app = Fastify()
   const registry = createRegistry(app)
   app.get('/before', ok)
-  await app.register(async (plugin) => {
-    plugin.get('/inside', ok)
-    registerDocs(plugin, registry)
-  }, { prefix: '/auth' })
+  await app.register(
+    async (plugin) => {
+      plugin.get('/inside', ok)
+      registerDocs(plugin, registry)
+    },
+    { prefix: '/auth' },
+  )
   app.get('/after', ok)
   await app.ready()
   const doc = (await app.inject('/auth/openapi.json')).json()

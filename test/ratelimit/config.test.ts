@@ -44,7 +44,18 @@ describe('rate-limit configuration', () => {
   })
 
   it('rejects bad rates naming the variable', () => {
-    for (const raw of ['30', '30/5', '0/1m', '30/500ms', '30/5m;burst=0', '30/5m;burst=x', '30/5m;size=3', '30/5m;burst=1;burst=2', '-1/1m', '1.5/1m']) {
+    for (const raw of [
+      '30',
+      '30/5',
+      '0/1m',
+      '30/500ms',
+      '30/5m;burst=0',
+      '30/5m;burst=x',
+      '30/5m;size=3',
+      '30/5m;burst=1;burst=2',
+      '-1/1m',
+      '1.5/1m',
+    ]) {
       throwsNaming('AUTHGATE_RATE_LIMIT', { AUTHGATE_RATE_LIMIT: raw })
     }
   })
@@ -56,14 +67,21 @@ describe('rate-limit configuration', () => {
   })
 
   it('rejects unknown or malformed routes', () => {
-    throwsNaming('AUTHGATE_RATE_LIMITED_ROUTES', { AUTHGATE_RATE_LIMITED_ROUTES: 'POST /sigup' }, /no such route "POST \/sigup"/)
+    throwsNaming(
+      'AUTHGATE_RATE_LIMITED_ROUTES',
+      { AUTHGATE_RATE_LIMITED_ROUTES: 'POST /sigup' },
+      /no such route "POST \/sigup"/,
+    )
     throwsNaming('AUTHGATE_RATE_LIMITED_ROUTES', { AUTHGATE_RATE_LIMITED_ROUTES: 'POST /auth/signup' })
     throwsNaming('AUTHGATE_RATE_LIMITED_ROUTES', { AUTHGATE_RATE_LIMITED_ROUTES: '/signup' })
     throwsNaming('AUTHGATE_RATE_LIMIT_ROUTES', { AUTHGATE_RATE_LIMIT_ROUTES: 'POST /nope=5/1h' })
   })
 
   it('per-route policies override, add and remove routes', () => {
-    const c = load({ AUTHGATE_RATE_LIMIT: '10/1m', AUTHGATE_RATE_LIMIT_ROUTES: 'POST /token=100/5m;burst=20, POST /signup=5/1h, POST /otp=off, GET /user=60/1m' })
+    const c = load({
+      AUTHGATE_RATE_LIMIT: '10/1m',
+      AUTHGATE_RATE_LIMIT_ROUTES: 'POST /token=100/5m;burst=20, POST /signup=5/1h, POST /otp=off, GET /user=60/1m',
+    })
     assert.deepEqual(c.routes.get('POST /token'), { name: 'token', limit: 100, windowMs: 300_000, burst: 20 })
     assert.deepEqual(c.routes.get('POST /signup'), { name: 'signup', limit: 5, windowMs: 3_600_000, burst: 5 })
     assert.equal(c.routes.has('POST /otp'), false)
@@ -74,18 +92,33 @@ describe('rate-limit configuration', () => {
   it('rejects malformed or repeated per-route entries', () => {
     throwsNaming('AUTHGATE_RATE_LIMIT_ROUTES', { AUTHGATE_RATE_LIMIT_ROUTES: 'POST /token' })
     throwsNaming('AUTHGATE_RATE_LIMIT_ROUTES', { AUTHGATE_RATE_LIMIT_ROUTES: 'POST /token=fast' })
-    throwsNaming('AUTHGATE_RATE_LIMIT_ROUTES', { AUTHGATE_RATE_LIMIT_ROUTES: 'POST /token=1/1m,post /token=2/1m' }, /given twice/)
+    throwsNaming(
+      'AUTHGATE_RATE_LIMIT_ROUTES',
+      { AUTHGATE_RATE_LIMIT_ROUTES: 'POST /token=1/1m,post /token=2/1m' },
+      /given twice/,
+    )
   })
 
   it('routes sharing a template share one policy; different rates for them are refused', () => {
     const c = load({ AUTHGATE_RATE_LIMITED_ROUTES: 'PATCH /passkeys/{id},DELETE /passkeys/{id}' })
     assert.equal(c.routes.get('PATCH /passkeys/{id}'), c.routes.get('DELETE /passkeys/{id}'))
-    throwsNaming('AUTHGATE_RATE_LIMIT_ROUTES', { AUTHGATE_RATE_LIMIT_ROUTES: 'PATCH /passkeys/{id}=5/1m,DELETE /passkeys/{id}=6/1m' }, /share one bucket/)
-    throwsNaming('AUTHGATE_RATE_LIMIT_ROUTES', { AUTHGATE_RATE_LIMITED_ROUTES: 'DELETE /passkeys/{id}', AUTHGATE_RATE_LIMIT_ROUTES: 'PATCH /passkeys/{id}=5/1m' })
+    throwsNaming(
+      'AUTHGATE_RATE_LIMIT_ROUTES',
+      { AUTHGATE_RATE_LIMIT_ROUTES: 'PATCH /passkeys/{id}=5/1m,DELETE /passkeys/{id}=6/1m' },
+      /share one bucket/,
+    )
+    throwsNaming('AUTHGATE_RATE_LIMIT_ROUTES', {
+      AUTHGATE_RATE_LIMITED_ROUTES: 'DELETE /passkeys/{id}',
+      AUTHGATE_RATE_LIMIT_ROUTES: 'PATCH /passkeys/{id}=5/1m',
+    })
   })
 
   it('reads the Redis settings', () => {
-    const c = load({ AUTHGATE_REDIS_URL: 'redis://:secret@cache:6380/2', AUTHGATE_REDIS_TIMEOUT: '250ms', AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: 'closed' })
+    const c = load({
+      AUTHGATE_REDIS_URL: 'redis://:secret@cache:6380/2',
+      AUTHGATE_REDIS_TIMEOUT: '250ms',
+      AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: 'closed',
+    })
     assert.deepEqual(c.redis, { url: 'redis://:secret@cache:6380/2', keyPrefix: 'authgate:rl:', timeoutMs: 250 })
     assert.equal(c.onRedisError, 'closed')
     assert.equal(load({ AUTHGATE_REDIS_URL: 'rediss://cache', AUTHGATE_REDIS_KEY_PREFIX: 'x:' }).redis?.keyPrefix, 'x:')
@@ -93,7 +126,10 @@ describe('rate-limit configuration', () => {
 
   it('rejects bad Redis settings without echoing a password', () => {
     throwsNaming('AUTHGATE_REDIS_URL', { AUTHGATE_REDIS_URL: 'http://cache:6379' })
-    assert.throws(() => load({ AUTHGATE_REDIS_URL: 'redis://:hunter2@[bad' }), (err: Error) => !err.message.includes('hunter2'))
+    assert.throws(
+      () => load({ AUTHGATE_REDIS_URL: 'redis://:hunter2@[bad' }),
+      (err: Error) => !err.message.includes('hunter2'),
+    )
     throwsNaming('AUTHGATE_REDIS_TIMEOUT', { AUTHGATE_REDIS_TIMEOUT: 'soon' })
     throwsNaming('AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR', { AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: 'maybe' })
     throwsNaming('AUTHGATE_RATE_LIMIT_IPV6_PREFIX', { AUTHGATE_RATE_LIMIT_IPV6_PREFIX: '129' })
@@ -101,6 +137,9 @@ describe('rate-limit configuration', () => {
   })
 
   it('a default route the caller passes that does not exist is a programming error', () => {
-    assert.throws(() => loadRateLimitConfig({}, ['POST /nope'], KNOWN_ROUTES), (err: Error) => !(err instanceof ConfigError))
+    assert.throws(
+      () => loadRateLimitConfig({}, ['POST /nope'], KNOWN_ROUTES),
+      (err: Error) => !(err instanceof ConfigError),
+    )
   })
 })

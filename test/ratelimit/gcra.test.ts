@@ -42,7 +42,10 @@ describe('gcra', () => {
           for (let i = 0; i < allowed.length; i++) {
             for (let j = i; j < allowed.length; j++) {
               const span = allowed[j]! - allowed[i]!
-              assert.ok(j - i + 1 <= b + span / t + 1e-6, `${j - i + 1} allowed within ${span} ms (interval ${t}, burst ${b})`)
+              assert.ok(
+                j - i + 1 <= b + span / t + 1e-6,
+                `${j - i + 1} allowed within ${span} ms (interval ${t}, burst ${b})`,
+              )
             }
           }
         },
@@ -52,11 +55,16 @@ describe('gcra', () => {
 
   it('never refuses a client that keeps to the sustained rate', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: 0, max: 5, noNaN: true }), { maxLength: 100 }), fc.double({ min: 1, max: 1000, noNaN: true }), burst, (extra, t, b) => {
-        let now = 1_000_000
-        const arrivals = extra.map((e) => (now += t * (1 + e)))
-        assert.equal(run(arrivals, t, b).length, arrivals.length)
-      }),
+      fc.property(
+        fc.array(fc.double({ min: 0, max: 5, noNaN: true }), { maxLength: 100 }),
+        fc.double({ min: 1, max: 1000, noNaN: true }),
+        burst,
+        (extra, t, b) => {
+          let now = 1_000_000
+          const arrivals = extra.map((e) => (now += t * (1 + e)))
+          assert.equal(run(arrivals, t, b).length, arrivals.length)
+        },
+      ),
     )
   })
 

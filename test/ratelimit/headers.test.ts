@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { effectiveWindowSeconds, policyHeader, rateLimitHeader, retryAfterSeconds } from '../../src/ratelimit/headers.ts'
+import {
+  effectiveWindowSeconds,
+  policyHeader,
+  rateLimitHeader,
+  retryAfterSeconds,
+} from '../../src/ratelimit/headers.ts'
 import type { RateLimitPolicy } from '../../src/ratelimit/policy.ts'
 
 const DEFAULT: RateLimitPolicy = { name: 'default', limit: 30, windowMs: 300_000, burst: 30 }
@@ -10,7 +15,10 @@ const denied = (retryAfterMs: number, resetMs: number) => ({ allowed: false, rem
 describe('draft-11 rate-limit headers', () => {
   it('RateLimit-Policy: quota and window in seconds; burst as a vendor parameter only when it differs', () => {
     assert.equal(policyHeader(DEFAULT), '"default";q=30;w=300')
-    assert.equal(policyHeader({ name: 'token', limit: 100, windowMs: 300_000, burst: 20 }), '"token";q=100;w=300;authgate-burst=20')
+    assert.equal(
+      policyHeader({ name: 'token', limit: 100, windowMs: 300_000, burst: 20 }),
+      '"token";q=100;w=300;authgate-burst=20',
+    )
   })
 
   it('RateLimit: r is the remaining count, t the seconds until one more unit comes back', () => {
@@ -18,7 +26,11 @@ describe('draft-11 rate-limit headers', () => {
     assert.equal(rateLimitHeader(DEFAULT, allowed(29, 10_000)), '"default";r=29;t=10')
     assert.equal(rateLimitHeader(DEFAULT, allowed(0, 300_000)), '"default";r=0;t=10')
     assert.equal(rateLimitHeader(DEFAULT, allowed(5, 243_500)), '"default";r=5;t=4')
-    assert.equal(rateLimitHeader(DEFAULT, allowed(5, 240_000.0004)), '"default";r=5;t=10', 'microsecond rounding is not a new interval')
+    assert.equal(
+      rateLimitHeader(DEFAULT, allowed(5, 240_000.0004)),
+      '"default";r=5;t=10',
+      'microsecond rounding is not a new interval',
+    )
   })
 
   it('on a denial t equals Retry-After, rounded up', () => {

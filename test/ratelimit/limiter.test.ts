@@ -10,8 +10,12 @@ function limiterWith(env: Record<string, string> = {}) {
   return createRateLimiter(config, recordingLogger())
 }
 
-const post = (url: string, remoteAddress = '203.0.113.7', headers: Record<string, string> = {}) =>
-  ({ method: 'POST' as const, url, remoteAddress, headers })
+const post = (url: string, remoteAddress = '203.0.113.7', headers: Record<string, string> = {}) => ({
+  method: 'POST' as const,
+  url,
+  remoteAddress,
+  headers,
+})
 
 describe('rate-limit hook on a Fastify app', () => {
   it('passes a burst with RateLimit headers, then answers 429 without calling the handler', async (t) => {
@@ -26,7 +30,11 @@ describe('rate-limit hook on a Fastify app', () => {
     }
     const denied = await app.inject(post('/signup'))
     assert.equal(denied.statusCode, 429)
-    assert.deepEqual(denied.json(), { code: 429, error_code: 'over_request_rate_limit', msg: 'Request rate limit reached' })
+    assert.deepEqual(denied.json(), {
+      code: 429,
+      error_code: 'over_request_rate_limit',
+      msg: 'Request rate limit reached',
+    })
     assert.equal(denied.headers['x-sb-error-code'], 'over_request_rate_limit')
     assert.equal(denied.headers['retry-after'], '20')
     assert.equal(denied.headers['ratelimit-policy'], '"default";q=3;w=60')
@@ -68,7 +76,11 @@ describe('rate-limit hook on a Fastify app', () => {
     assert.equal((await app.inject(post('/signup', '198.51.100.1'))).statusCode, 200)
     assert.equal((await app.inject(post('/signup', '198.51.100.1'))).statusCode, 429)
     assert.equal((await app.inject(post('/token', '198.51.100.1'))).statusCode, 200, 'another route has its own bucket')
-    assert.equal((await app.inject(post('/signup', '198.51.100.2'))).statusCode, 200, 'another client has its own bucket')
+    assert.equal(
+      (await app.inject(post('/signup', '198.51.100.2'))).statusCode,
+      200,
+      'another client has its own bucket',
+    )
   })
 
   it('gives PATCH and DELETE /passkeys/{id} one bucket per client, whatever the id', async (t) => {
@@ -76,7 +88,12 @@ describe('rate-limit hook on a Fastify app', () => {
     const { app, handled } = tinyApp(limiter)
     t.after(() => limiter.close())
     const statuses = []
-    for (const [method, id] of [['PATCH', 'a'], ['DELETE', 'b'], ['PATCH', 'c'], ['DELETE', 'd']] as const) {
+    for (const [method, id] of [
+      ['PATCH', 'a'],
+      ['DELETE', 'b'],
+      ['PATCH', 'c'],
+      ['DELETE', 'd'],
+    ] as const) {
       statuses.push((await app.inject({ method, url: `/passkeys/${id}`, remoteAddress: '203.0.113.9' })).statusCode)
     }
     assert.deepEqual(statuses, [200, 200, 429, 429])
@@ -103,7 +120,9 @@ describe('rate-limit hook on a Fastify app', () => {
       t.after(() => limiter.close())
       const statuses = []
       for (let i = 0; i < 6; i++) {
-        statuses.push((await app.inject(post('/recover', '203.0.113.7', { 'x-forwarded-for': `10.9.9.${i}` }))).statusCode)
+        statuses.push(
+          (await app.inject(post('/recover', '203.0.113.7', { 'x-forwarded-for': `10.9.9.${i}` }))).statusCode,
+        )
       }
       assert.deepEqual(statuses, [200, 200, 429, 429, 429, 429])
       assert.equal(handled.get('POST /recover'), 2)

@@ -27,7 +27,9 @@ describe('memory store', () => {
     for (let i = 0; i < 100_000; i++) store.takeSync(clientKeyOf(i), DEFAULT)
     const during = heapUsed()
     const perClient = (during - before) / 100_000
-    console.log(`memory store: 100,000 clients -> +${((during - before) / 1024 / 1024).toFixed(1)} MiB heap (${perClient.toFixed(0)} B per client)`)
+    console.log(
+      `memory store: 100,000 clients -> +${((during - before) / 1024 / 1024).toFixed(1)} MiB heap (${perClient.toFixed(0)} B per client)`,
+    )
     assert.equal(store.size, 100_000)
     assert.ok(during - before < 25 * 1024 * 1024, `100k clients took ${during - before} bytes`)
 
@@ -38,7 +40,10 @@ describe('memory store', () => {
     assert.equal(store.sweep(), 100_000)
     assert.equal(store.size, 0)
     const afterSweep = heapUsed()
-    assert.ok(afterSweep - before < 2 * 1024 * 1024, `heap still ${afterSweep - before} bytes above the start after the sweep`)
+    assert.ok(
+      afterSweep - before < 2 * 1024 * 1024,
+      `heap still ${afterSweep - before} bytes above the start after the sweep`,
+    )
     await store.close()
   })
 
@@ -87,7 +92,8 @@ describe('memory store', () => {
     store.takeSync('knocker', strict)
     for (let i = 0; i < 5000; i++) {
       store.takeSync(clientKeyOf(i), DEFAULT)
-      if (i % 100 === 0) assert.equal(store.takeSync('knocker', strict).allowed, false, `knocker let in after ${i} other clients`)
+      if (i % 100 === 0)
+        assert.equal(store.takeSync('knocker', strict).allowed, false, `knocker let in after ${i} other clients`)
     }
     await store.close()
   })

@@ -104,7 +104,11 @@ describe('redis outage', { skip: redisServerSkipReason() }, () => {
     const res = await send()
     assert.equal(res.statusCode, 429)
     assert.equal(res.headers['retry-after'], '1')
-    assert.deepEqual(res.json(), { code: 429, error_code: 'over_request_rate_limit', msg: 'Rate limiting is temporarily unavailable; try again shortly' })
+    assert.deepEqual(res.json(), {
+      code: 429,
+      error_code: 'over_request_rate_limit',
+      msg: 'Rate limiting is temporarily unavailable; try again shortly',
+    })
     assert.equal(handled.get('POST /signup'), undefined)
     assert.equal(limiter.counters.failedClosed, 1)
 

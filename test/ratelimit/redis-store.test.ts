@@ -27,8 +27,14 @@ describe('redis store', { skip: await sharedRedisSkipReason() }, () => {
   it('two replicas share one budget per key', async () => {
     const results = []
     for (let i = 0; i < 8; i++) results.push(await (i % 2 ? b : a).take('shared', HOURLY))
-    assert.deepEqual(results.map((d) => d.allowed), [true, true, true, true, true, true, false, false])
-    assert.deepEqual(results.slice(0, 6).map((d) => d.remaining), [5, 4, 3, 2, 1, 0])
+    assert.deepEqual(
+      results.map((d) => d.allowed),
+      [true, true, true, true, true, true, false, false],
+    )
+    assert.deepEqual(
+      results.slice(0, 6).map((d) => d.remaining),
+      [5, 4, 3, 2, 1, 0],
+    )
   })
 
   it('two replicas racing still grant each unit once', async () => {
@@ -36,7 +42,7 @@ describe('redis store', { skip: await sharedRedisSkipReason() }, () => {
     assert.equal(decisions.filter((d) => d.allowed).length, 6)
   })
 
-  it('ignores the replicas\' own clocks (one runs an hour ahead)', async (t) => {
+  it("ignores the replicas' own clocks (one runs an hour ahead)", async (t) => {
     await a.take('skew', HOURLY)
     const aheadMs = 3_600_000
     const realNow = performance.now.bind(performance)

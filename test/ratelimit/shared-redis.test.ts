@@ -11,7 +11,10 @@ import { SHARED_REDIS_URL, sharedRedisSkipReason, uniquePrefix } from './support
 const SERVER = fileURLToPath(new URL('./support/server.ts', import.meta.url))
 
 async function startReplica(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, [SERVER], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [SERVER], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   const lines = createInterface({ input: child.stdout! })
   const [first] = (await Promise.race([once(lines, 'line'), once(child, 'exit').then(() => ['{}'])])) as [string]
   const { port } = JSON.parse(first) as { port?: number }

@@ -1,5 +1,5 @@
 /**
- * One contract, every store (STYLE.md: a contract suite for interchangeable implementations).
+ * One contract, every store (a contract suite for interchangeable implementations).
  * Real time with short windows: 5/1s is a burst of 5 and one unit back every 200 ms.
  */
 import assert from 'node:assert/strict'
@@ -63,8 +63,14 @@ for (const candidate of candidates) {
     it('lets a burst of the allowed size through, counting remaining down', async () => {
       const s = await fresh()
       const decisions = await takeMany(s, 'burst', 5)
-      assert.deepEqual(decisions.map((d) => d.allowed), [true, true, true, true, true])
-      assert.deepEqual(decisions.map((d) => d.remaining), [4, 3, 2, 1, 0])
+      assert.deepEqual(
+        decisions.map((d) => d.allowed),
+        [true, true, true, true, true],
+      )
+      assert.deepEqual(
+        decisions.map((d) => d.remaining),
+        [4, 3, 2, 1, 0],
+      )
       for (const d of decisions) assert.equal(d.retryAfterMs, 0)
     })
 
@@ -80,7 +86,8 @@ for (const candidate of candidates) {
       await sleep(Math.max(0, denied.retryAfterMs - 60))
       const early = await s.take('retry', FIVE_PER_SECOND)
       const decidedBy = performance.now() - t0
-      if (decidedBy < denied.retryAfterMs - 5) assert.equal(early.allowed, false, `allowed ${decidedBy.toFixed(0)} ms into a ${denied.retryAfterMs} ms wait`)
+      if (decidedBy < denied.retryAfterMs - 5)
+        assert.equal(early.allowed, false, `allowed ${decidedBy.toFixed(0)} ms into a ${denied.retryAfterMs} ms wait`)
       if (early.allowed) return // the machine was too slow to ask early; the unit is spent
       await sleep(Math.max(0, denied.retryAfterMs - (performance.now() - t0)) + 2)
       const again = await s.take('retry', FIVE_PER_SECOND)
@@ -112,7 +119,10 @@ for (const candidate of candidates) {
       const elapsed = performance.now() - start
       assert.ok(elapsed < 600, `test too slow to probe the edge (${elapsed.toFixed(0)} ms)`)
       const allowedAfter = after.filter((d) => d.allowed).length
-      assert.ok(allowedAfter <= Math.floor(elapsed / INTERVAL), `${allowedAfter} allowed ${elapsed.toFixed(0)} ms after a full burst`)
+      assert.ok(
+        allowedAfter <= Math.floor(elapsed / INTERVAL),
+        `${allowedAfter} allowed ${elapsed.toFixed(0)} ms after a full burst`,
+      )
     })
 
     it('holds the sustained rate: over 1.2 s of hammering, burst + elapsed/interval requests get through', async () => {
@@ -133,16 +143,29 @@ for (const candidate of candidates) {
       const policy: RateLimitPolicy = { name: 'default', limit: 20, windowMs: 3_600_000, burst: 20 }
       const decisions = await Promise.all(Array.from({ length: 200 }, () => s.take('concurrent', policy)))
       assert.equal(decisions.filter((d) => d.allowed).length, 20)
-      const remaining = decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((a, b) => a - b)
-      assert.deepEqual(remaining, Array.from({ length: 20 }, (_, i) => i), 'each unit granted exactly once')
+      const remaining = decisions
+        .filter((d) => d.allowed)
+        .map((d) => d.remaining)
+        .sort((a, b) => a - b)
+      assert.deepEqual(
+        remaining,
+        Array.from({ length: 20 }, (_, i) => i),
+        'each unit granted exactly once',
+      )
     })
 
     it('honours an explicit burst smaller than the rate', async () => {
       const s = await fresh()
       const policy: RateLimitPolicy = { name: 'default', limit: 100, windowMs: 60_000, burst: 3 }
       const decisions = await takeMany(s, 'small-burst', 4, policy)
-      assert.deepEqual(decisions.map((d) => d.allowed), [true, true, true, false])
-      assert.ok(decisions[3]!.retryAfterMs <= 600 && decisions[3]!.retryAfterMs > 500, `retry ${decisions[3]!.retryAfterMs}`)
+      assert.deepEqual(
+        decisions.map((d) => d.allowed),
+        [true, true, true, false],
+      )
+      assert.ok(
+        decisions[3]!.retryAfterMs <= 600 && decisions[3]!.retryAfterMs > 500,
+        `retry ${decisions[3]!.retryAfterMs}`,
+      )
     })
 
     it('reports the time until the bucket is full again', async () => {

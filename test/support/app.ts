@@ -12,11 +12,20 @@ export interface Harness {
 
 /**
  * authgate in front of a recording fake backend. Rate limiting is off unless given: these suites
- * send many requests from one client and test forwarding (test/ratelimit tests the limiter).
+ * send many requests from one client and test forwarding (test/ratelimit tests the limiter). For
+ * the same reason answers without Cache-Control are not cached unless `cacheTtlMs` is given
+ * (test/proxy/response-cache.test.ts tests the cache).
  */
-export async function withFakeBackend(config: Partial<CoreConfig> = {}, options: AuthgateOptions = {}): Promise<Harness> {
+export async function withFakeBackend(
+  config: Partial<CoreConfig> = {},
+  options: AuthgateOptions = {},
+): Promise<Harness> {
   const backend = await startFakeBackend()
-  const app = await buildApp({ rateLimit: false, ...options, config: { backendUrl: parseBackendUrl('test', backend.url), ...config } })
+  const app = await buildApp({
+    rateLimit: false,
+    ...options,
+    config: { backendUrl: parseBackendUrl('test', backend.url), cacheTtlMs: 0, ...config },
+  })
   await app.ready()
   return {
     app,
@@ -41,8 +50,15 @@ export const VALID_BODIES: Record<string, string> = {
   'POST /oauth/token': '{"grant_type":"authorization_code","code":"c","code_verifier":"v"}',
   'POST /oauth/clients/register': '{"redirect_uris":["http://localhost:3000/cb"]}',
   'POST /passkeys/registration/options': '{}',
-  'POST /passkeys/registration/verify': '{"challenge_id":"8f2c9a52-3c1e-4b7a-9a0e-2f6d1c3b5e71","credential":{"id":"x"}}',
+  'POST /passkeys/registration/verify':
+    '{"challenge_id":"8f2c9a52-3c1e-4b7a-9a0e-2f6d1c3b5e71","credential":{"id":"x"}}',
   'POST /passkeys/authentication/options': '{}',
-  'POST /passkeys/authentication/verify': '{"challenge_id":"8f2c9a52-3c1e-4b7a-9a0e-2f6d1c3b5e71","credential":{"id":"x"}}',
+  'POST /passkeys/authentication/verify':
+    '{"challenge_id":"8f2c9a52-3c1e-4b7a-9a0e-2f6d1c3b5e71","credential":{"id":"x"}}',
   'PATCH /passkeys/{id}': '{"friendly_name":"Laptop"}',
+  'POST /factors': '{"factor_type":"totp","friendly_name":"phone"}',
+  'POST /factors/{factor_id}/challenge': '{}',
+  'POST /factors/{factor_id}/verify': '{"challenge_id":"8f2c9a52-3c1e-4b7a-9a0e-2f6d1c3b5e71","code":"123456"}',
+  'POST /sso': '{"domain":"example.com","skip_http_redirect":true}',
+  'POST /oauth/authorizations/{authorization_id}/consent': '{"action":"approve"}',
 }

@@ -45,7 +45,13 @@ export async function startFakeBackend(handler: Handler = defaultHandler): Promi
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const body = Buffer.concat(chunks)
-      requests.push({ method: req.method ?? '', target: req.url ?? '', rawHeaders: req.rawHeaders, headers: req.headers, body })
+      requests.push({
+        method: req.method ?? '',
+        target: req.url ?? '',
+        rawHeaders: req.rawHeaders,
+        headers: req.headers,
+        body,
+      })
       state.handler(req, res, body)
     })
   })

@@ -1,7 +1,7 @@
 import { Type } from 'typebox'
-import { bool, int, obj, opt, str, strArray, timestamp, uuid } from './common.ts'
+import { bool, int, obj, opt, pathSegment, str, strArray, timestamp, uuid } from './common.ts'
 
-// OAuth 2.1 server of Supabase Auth (backend-contract §1.4.8, §4.5, §4.6, §4.8, §4.9).
+// OAuth 2.1 server of Supabase Auth: discovery, keys, token, registration, userinfo, consent.
 
 const base = 'https://api.example.com/auth'
 
@@ -12,18 +12,27 @@ export const OAuthServerMetadata = Type.Object(
     token_endpoint: str('Token endpoint', `${base}/oauth/token`, { format: 'uri' }),
     jwks_uri: str('JWKS document', `${base}/.well-known/jwks.json`, { format: 'uri' }),
     userinfo_endpoint: opt(str('UserInfo endpoint', `${base}/oauth/userinfo`, { format: 'uri' })),
-    registration_endpoint: opt(str('Dynamic client registration (only when enabled)', `${base}/oauth/clients/register`, { format: 'uri' })),
+    registration_endpoint: opt(
+      str('Dynamic client registration (only when enabled)', `${base}/oauth/clients/register`, { format: 'uri' }),
+    ),
     scopes_supported: strArray('Scopes', ['openid', 'profile', 'email', 'phone', 'offline_access']),
     response_types_supported: strArray('Response types', ['code']),
     response_modes_supported: opt(strArray('Response modes', ['query'])),
     grant_types_supported: strArray('Grant types', ['authorization_code', 'refresh_token']),
     subject_types_supported: opt(strArray('Subject types', ['public'])),
     id_token_signing_alg_values_supported: opt(strArray('ID token algorithms', ['RS256', 'HS256', 'ES256'])),
-    token_endpoint_auth_methods_supported: strArray('Client authentication methods', ['client_secret_basic', 'client_secret_post', 'none']),
+    token_endpoint_auth_methods_supported: strArray('Client authentication methods', [
+      'client_secret_basic',
+      'client_secret_post',
+      'none',
+    ]),
     claims_supported: opt(strArray('Claims', ['sub', 'aud', 'iss', 'exp', 'iat', 'email'])),
     code_challenge_methods_supported: strArray('PKCE methods', ['S256', 'plain']),
   },
-  { title: 'OAuthServerMetadata', description: 'RFC 8414 authorization server metadata (same body as OpenID discovery)' },
+  {
+    title: 'OAuthServerMetadata',
+    description: 'RFC 8414 authorization server metadata (same body as OpenID discovery)',
+  },
 )
 
 const Jwk = Type.Object(
@@ -36,14 +45,21 @@ const Jwk = Type.Object(
     crv: opt(str('Curve (EC keys)', 'P-256')),
     x: opt(str('EC x coordinate', 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU')),
     y: opt(str('EC y coordinate', 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0')),
-    n: opt(str('RSA modulus', '0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw')),
+    n: opt(
+      str(
+        'RSA modulus',
+        '0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw',
+      ),
+    ),
     e: opt(str('RSA exponent', 'AQAB')),
   },
   { title: 'JWK', description: 'A public signing key' },
 )
 
 export const JWKSResponse = Type.Object(
-  { keys: Type.Array(Jwk, { description: 'Asymmetric public keys (empty with only an HS256 secret)', examples: [[]] }) },
+  {
+    keys: Type.Array(Jwk, { description: 'Asymmetric public keys (empty with only an HS256 secret)', examples: [[]] }),
+  },
   { title: 'JWKSResponse', description: 'JSON Web Key Set for verifying access and ID tokens' },
 )
 
@@ -60,7 +76,8 @@ export const OAuthTokenRequest = Type.Object(
   },
   {
     title: 'OAuthTokenRequest',
-    description: 'Token request, as JSON or `application/x-www-form-urlencoded`; client credentials may instead be sent with HTTP Basic',
+    description:
+      'Token request, as JSON or `application/x-www-form-urlencoded`; client credentials may instead be sent with HTTP Basic',
   },
 )
 
@@ -85,7 +102,9 @@ export const ClientRegistrationRequest = Type.Object(
     }),
     client_type: opt(str('`public` or `confidential`', 'confidential', { enum: ['public', 'confidential'] })),
     token_endpoint_auth_method: opt(
-      str('Client authentication at the token endpoint', 'client_secret_basic', { enum: ['none', 'client_secret_basic', 'client_secret_post'] }),
+      str('Client authentication at the token endpoint', 'client_secret_basic', {
+        enum: ['none', 'client_secret_basic', 'client_secret_post'],
+      }),
     ),
     grant_types: opt(
       Type.Array(Type.String({ enum: ['authorization_code', 'refresh_token'] }), {
@@ -97,7 +116,10 @@ export const ClientRegistrationRequest = Type.Object(
     client_uri: opt(str('Home page', 'https://app.example.com', { format: 'uri', maxLength: 2048 })),
     logo_uri: opt(str('Logo', 'https://app.example.com/logo.png', { format: 'uri', maxLength: 2048 })),
   },
-  { title: 'ClientRegistrationRequest', description: 'RFC 7591 dynamic client registration (the subset Supabase Auth reads)' },
+  {
+    title: 'ClientRegistrationRequest',
+    description: 'RFC 7591 dynamic client registration (the subset Supabase Auth reads)',
+  },
 )
 
 export const ClientRegistrationResponse = Type.Object(
@@ -133,4 +155,73 @@ export const OAuthUserInfo = Type.Object(
     phone_verified: opt(bool('Phone confirmed (scope `phone`)', true)),
   },
   { title: 'OAuthUserInfo', description: 'OIDC UserInfo; the claims depend on the scopes granted to the session' },
+)
+
+// Consent page helpers and the user's grants (supabase-js `auth.oauth.*`): bearer token of the user.
+
+const ClientDetails = Type.Object(
+  {
+    id: uuid('Client id', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
+    name: opt(str('Display name', 'My App')),
+    uri: opt(str('Home page', 'https://app.example.com')),
+    logo_uri: opt(str('Logo', 'https://app.example.com/logo.png')),
+  },
+  { title: 'OAuthClientDetails', description: 'The client as shown to the user' },
+)
+
+export const ConsentRedirect = Type.Object(
+  {
+    redirect_url: str(
+      "Where to send the browser: the client's redirect URI with `code` and `state`, or with `error=access_denied`",
+      'http://localhost:3000/callback?code=a1b2c3d4e5f6&state=af0ifjsldkj',
+    ),
+  },
+  { title: 'OAuthConsentRedirect', description: 'The outcome of the authorization request' },
+)
+
+export const AuthorizationDetails = Type.Object(
+  {
+    authorization_id: str('The authorization request', 'ppb3djtqzpsdmxbi7lhkgusc4cpj35ur'),
+    redirect_uri: opt(str('Redirect URI of the request', 'http://localhost:3000/callback')),
+    client: ClientDetails,
+    user: Type.Object(
+      {
+        id: opt(uuid('User id')),
+        email: opt(str('E-mail', 'user@example.com')),
+      },
+      { description: 'The signed-in user' },
+    ),
+    scope: opt(str('Requested scopes, space-separated', 'openid email')),
+  },
+  { title: 'OAuthAuthorizationDetails', description: 'What the consent page shows the user' },
+)
+
+export const AuthorizationDetailsResponse = Type.Union([AuthorizationDetails, ConsentRedirect], {
+  title: 'OAuthAuthorizationDetailsResponse',
+  description:
+    'The request to show on the consent page, or `{redirect_url}` when an earlier consent already covers the scopes',
+})
+
+export const ConsentRequest = Type.Object(
+  { action: str('`approve` or `deny`', 'approve', { enum: ['approve', 'deny'] }) },
+  { title: 'OAuthConsentRequest', description: "The user's decision" },
+)
+
+export const AuthorizationIdParams = Type.Object({
+  authorization_id: pathSegment(
+    'Authorization request id from the consent page URL',
+    'ppb3djtqzpsdmxbi7lhkgusc4cpj35ur',
+  ),
+})
+
+export const OAuthGrantList = Type.Array(
+  Type.Object(
+    {
+      client: ClientDetails,
+      scopes: strArray('Granted scopes', ['openid', 'email']),
+      granted_at: timestamp('When the consent was given'),
+    },
+    { title: 'OAuthGrant', description: 'A client the user has authorised' },
+  ),
+  { title: 'OAuthGrantList', description: "The user's active grants" },
 )

@@ -1,10 +1,15 @@
 import { Type } from 'typebox'
-import { int, metaSecurity, obj, opt, str, timestamp, uuid } from './common.ts'
+import { int, metaSecurity, obj, opt, pathSegment, str, timestamp, uuid } from './common.ts'
 
-// Passkeys (WebAuthn) of Supabase Auth (backend-contract §1.4.9, §4.10).
+// Passkeys (WebAuthn) of Supabase Auth: options, verification, list, rename, delete.
 
 const credential = (description: string) =>
-  obj(description, { id: 'AbCd', rawId: 'AbCd', type: 'public-key', response: { clientDataJSON: 'eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0' } })
+  obj(description, {
+    id: 'AbCd',
+    rawId: 'AbCd',
+    type: 'public-key',
+    response: { clientDataJSON: 'eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0' },
+  })
 
 const challengeId = () => uuid('Id of the challenge returned by the options call')
 
@@ -20,7 +25,11 @@ const OptionsResponse = (title: string, description: string, example: Record<str
 
 export const PasskeyRegistrationOptionsRequest = Type.Object(
   {},
-  { title: 'PasskeyRegistrationOptionsRequest', description: 'No fields (the body is ignored; supabase-js sends `{}`)', examples: [{}] },
+  {
+    title: 'PasskeyRegistrationOptionsRequest',
+    description: 'No fields (the body is ignored; supabase-js sends `{}`)',
+    examples: [{}],
+  },
 )
 export const PasskeyRegistrationOptionsResponse = OptionsResponse(
   'PasskeyRegistrationOptionsResponse',
@@ -28,7 +37,10 @@ export const PasskeyRegistrationOptionsResponse = OptionsResponse(
   { rp: { name: 'My App', id: 'example.com' }, challenge: 'Y2hhbGxlbmdl', timeout: 300000, attestation: 'none' },
 )
 export const PasskeyRegistrationVerifyRequest = Type.Object(
-  { challenge_id: challengeId(), credential: credential('The PublicKeyCredential from navigator.credentials.create, JSON-serialised') },
+  {
+    challenge_id: challengeId(),
+    credential: credential('The PublicKeyCredential from navigator.credentials.create, JSON-serialised'),
+  },
   { title: 'PasskeyRegistrationVerifyRequest', description: 'Completes a passkey registration' },
 )
 export const PasskeyRegistrationVerifyResponse = Type.Object(
@@ -54,7 +66,10 @@ export const PasskeyAuthenticationOptionsResponse = OptionsResponse(
   { challenge: 'Y2hhbGxlbmdl', timeout: 300000, rpId: 'example.com', userVerification: 'preferred' },
 )
 export const PasskeyAuthenticationVerifyRequest = Type.Object(
-  { challenge_id: challengeId(), credential: credential('The PublicKeyCredential from navigator.credentials.get, JSON-serialised') },
+  {
+    challenge_id: challengeId(),
+    credential: credential('The PublicKeyCredential from navigator.credentials.get, JSON-serialised'),
+  },
   { title: 'PasskeyAuthenticationVerifyRequest', description: 'Completes a passkey sign-in' },
 )
 export const PasskeyUpdateRequest = Type.Object(
@@ -63,5 +78,5 @@ export const PasskeyUpdateRequest = Type.Object(
 )
 /** Documentation only: the `{id}` segment is checked by the path guard, not by this schema. */
 export const PasskeyIdParams = Type.Object({
-  id: str('Passkey id: one path segment (no `/`, `\\`, `.` or `..`)', '8f2c9a52-3c1e-4b7a-9a0e-2f6d1c3b5e71'),
+  id: pathSegment('Passkey id', '8f2c9a52-3c1e-4b7a-9a0e-2f6d1c3b5e71'),
 })

@@ -1,7 +1,17 @@
 import { Type } from 'typebox'
-import { bool, codeChallenge, codeChallengeMethod, email, metaSecurity, obj, opt, str } from './common.ts'
+import {
+  PKCE_PAIR,
+  bool,
+  codeChallenge,
+  codeChallengeMethod,
+  emailInput as email,
+  metaSecurity,
+  obj,
+  opt,
+  str,
+} from './common.ts'
 
-// Request bodies of the core auth routes (backend-contract §1.4, §6.2). Unknown properties are
+// Request bodies of the core auth routes, as Supabase Auth reads them. Unknown properties are
 // allowed (JSON Schema's default): the backend ignores them and the gateway forwards them.
 // Optional booleans carry no `default`: absent and `false` mean different things to the backend.
 
@@ -9,35 +19,70 @@ const phone = () => str('Phone number (E.164; a leading `+` and spaces are ignor
 const userData = () => obj('User metadata, stored as `user_metadata`', { name: 'Ada' })
 const channel = () => str('Phone channel: `sms` (default) or `whatsapp`', 'sms')
 
+const RESEND_TYPES = ['signup', 'email_change', 'sms', 'phone_change']
+
+/** `email` and `phone` exclude each other (Supabase Auth refuses both with 400 `validation_failed`). */
+const EMAIL_OR_PHONE = { not: { required: ['email', 'phone'] } } as const
+
+const PasswordLength = Type.Object(
+  { password: Type.Optional(Type.String({ minLength: 6, maxLength: 72 })) },
+  { description: 'The length rules of a password that comes with an e-mail or a phone' },
+)
+
 export const SignupRequest = Type.Object(
   {
+    password: opt(
+      str(
+        'Password: required with `email` or `phone`, then 6 to 72 characters (Supabase Auth may require more); ignored by an anonymous sign-in',
+        'correct-horse-battery',
+      ),
+    ),
     email: opt(email('E-mail address; exclusive with `phone`')),
     phone: opt(phone()),
-    password: str('Password (at least 6 characters; the backend may require more)', 'correct-horse-battery', { minLength: 6, maxLength: 72 }),
     data: opt(userData()),
     channel: opt(channel()),
     code_challenge: codeChallenge(),
     code_challenge_method: codeChallengeMethod(),
     gotrue_meta_security: metaSecurity(),
   },
-  { title: 'SignupRequest', description: 'Sign up with e-mail or phone and a password' },
+  {
+    title: 'SignupRequest',
+    description:
+      'Sign up with an e-mail or a phone and a password. A body naming neither `email` nor `phone` is an anonymous sign-in (what supabase-js `signInAnonymously()` sends) and needs no password.',
+    // Naming an e-mail or a phone makes the password required and subject to the length rules;
+    // an anonymous sign-in ignores it.
+    dependentRequired: { email: ['password'], phone: ['password'] },
+    dependentSchemas: { email: PasswordLength, phone: PasswordLength, ...PKCE_PAIR },
+    ...EMAIL_OR_PHONE,
+  },
 )
 
 export const TokenRequest = Type.Object(
   {
-    email: opt(email('E-mail (grant `password`)')),
+    // Supabase Auth looks the address up without checking its format (and ignores it for other
+    // grants), so neither does the gateway.
+    email: opt(str('E-mail (grant `password`)', 'user@example.com')),
     phone: opt(phone()),
     password: opt(str('Password (grant `password`)', 'correct-horse-battery')),
     refresh_token: opt(str('Refresh token (grant `refresh_token`)', 'x3k9v2m7q1pz')),
-    auth_code: opt(str('Authorization code from an e-mail link or OAuth redirect (grant `pkce`)', '2f6d1c3b-5e71-4b7a-9a0e-8f2c9a523c1e')),
+    auth_code: opt(
+      str(
+        'Authorization code from an e-mail link or OAuth redirect (grant `pkce`)',
+        '2f6d1c3b-5e71-4b7a-9a0e-8f2c9a523c1e',
+      ),
+    ),
     code_verifier: opt(str('PKCE code verifier (grant `pkce`)', 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk')),
-    id_token: opt(str('OIDC ID token from the provider (grant `id_token`)', 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln')),
+    id_token: opt(
+      str('OIDC ID token from the provider (grant `id_token`)', 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln'),
+    ),
     access_token: opt(str('Provider access token, checked against `at_hash` (grant `id_token`)', 'ya29.a0AfH6SMBx')),
     nonce: opt(str('Nonce the ID token must carry (grant `id_token`)', 'n-0S6_WzA2Mj')),
     provider: opt(str('Provider of the ID token, e.g. `google`, `apple` (grant `id_token`)', 'google')),
     client_id: opt(str('Deprecated alternative to `provider` (grant `id_token`)', 'my-app.apps.googleusercontent.com')),
     issuer: opt(str('Deprecated alternative to `provider` (grant `id_token`)', 'https://accounts.google.com')),
-    link_identity: opt(bool('Link the identity to the signed-in user (grant `id_token`; needs the user bearer token)', false)),
+    link_identity: opt(
+      bool('Link the identity to the signed-in user (grant `id_token`; needs the user bearer token)', false),
+    ),
     gotrue_meta_security: metaSecurity(),
   },
   { title: 'TokenRequest', description: 'Credentials for the grant named by the `grant_type` query parameter' },
@@ -54,7 +99,12 @@ export const OTPRequest = Type.Object(
     code_challenge_method: codeChallengeMethod(),
     gotrue_meta_security: metaSecurity(),
   },
-  { title: 'OTPRequest', description: 'Send a one-time code or magic link' },
+  {
+    title: 'OTPRequest',
+    description: 'Send a one-time code or magic link to an e-mail address or a phone (one of them)',
+    dependentSchemas: PKCE_PAIR,
+    ...EMAIL_OR_PHONE,
+  },
 )
 
 export const VerifyRequest = Type.Object(
@@ -63,13 +113,31 @@ export const VerifyRequest = Type.Object(
       enum: ['signup', 'invite', 'magiclink', 'recovery', 'email_change', 'email', 'sms', 'phone_change'],
     }),
     token: opt(str('The 6–10 digit one-time code (needs `email` or `phone`)', '123456')),
-    token_hash: opt(str('Hashed token from an e-mail link (alternative to `token`)', 'pkce_5d41402abc4b2a76b9719d911017c592')),
+    token_hash: opt(
+      str('Hashed token from an e-mail link (alternative to `token`)', 'pkce_5d41402abc4b2a76b9719d911017c592'),
+    ),
     email: opt(email('E-mail the code was sent to')),
     phone: opt(phone()),
     redirect_to: opt(str('Ignored with `token`, rejected with `token_hash`', 'http://localhost:3000/welcome')),
     gotrue_meta_security: metaSecurity(),
   },
-  { title: 'VerifyRequest', description: 'Verify a one-time code or an e-mail link token' },
+  {
+    title: 'VerifyRequest',
+    description:
+      'Verify a one-time code (`token` with `email` or `phone`, one of them) or an e-mail link token (`token_hash` alone with `type`)',
+    // In Supabase Auth's order of checks: the type, then a token or a token hash (not both), then
+    // the address that goes with a token; a token hash comes alone.
+    allOf: [
+      { required: ['type'] },
+      { anyOf: [{ required: ['token'] }, { required: ['token_hash'] }] },
+      { not: { required: ['token', 'token_hash'] } },
+      EMAIL_OR_PHONE,
+    ],
+    dependentSchemas: {
+      token: { anyOf: [{ required: ['email'] }, { required: ['phone'] }] },
+      token_hash: { not: { anyOf: [{ required: ['email'] }, { required: ['phone'] }, { required: ['redirect_to'] }] } },
+    },
+  },
 )
 
 export const RecoverRequest = Type.Object(
@@ -79,19 +147,28 @@ export const RecoverRequest = Type.Object(
     code_challenge_method: codeChallengeMethod(),
     gotrue_meta_security: metaSecurity(),
   },
-  { title: 'RecoverRequest', description: 'Send a password recovery e-mail' },
+  { title: 'RecoverRequest', description: 'Send a password recovery e-mail', dependentSchemas: PKCE_PAIR },
 )
 
 export const ResendRequest = Type.Object(
   {
-    type: str('What to resend', 'signup', { enum: ['signup', 'email_change', 'sms', 'phone_change'] }),
+    type: str('What to resend', 'signup', { enum: RESEND_TYPES }),
     email: opt(email('E-mail (e-mail types)')),
     phone: opt(phone()),
     code_challenge: codeChallenge(),
     code_challenge_method: codeChallengeMethod(),
     gotrue_meta_security: metaSecurity(),
   },
-  { title: 'ResendRequest', description: 'Resend a confirmation or change message' },
+  {
+    title: 'ResendRequest',
+    description: 'Resend a confirmation or change message to an e-mail address or a phone (one of them)',
+    dependentSchemas: PKCE_PAIR,
+    // Supabase Auth checks the type before the address.
+    allOf: [
+      { properties: { type: { description: 'What to resend', enum: RESEND_TYPES, examples: ['signup'] } } },
+      EMAIL_OR_PHONE,
+    ],
+  },
 )
 
 const nullableString = (description: string, example: string) =>
@@ -106,14 +183,22 @@ export const UpdateUserRequest = Type.Object(
     current_password: nullableString('Current password, when the backend requires it', 'correct-horse-battery'),
     nonce: opt(str('Reauthentication code, when the backend requires it', '123456')),
     data: opt(obj('Merged into `user_metadata`; a key set to `null` is removed', { name: 'Ada Lovelace' })),
-    app_metadata: opt(obj('Admin users only', { plan: 'pro' })),
     code_challenge: codeChallenge(),
     code_challenge_method: codeChallengeMethod(),
   },
-  { title: 'UpdateUserRequest', description: 'Attributes of the signed-in user to change' },
+  {
+    title: 'UpdateUserRequest',
+    description:
+      'Attributes of the signed-in user to change. `app_metadata` is not for users: Supabase Auth answers 403 `not_admin` to any use of it.',
+    dependentSchemas: PKCE_PAIR,
+  },
 )
 
 export const ReauthenticateRequest = Type.Object(
   {},
-  { title: 'ReauthenticateRequest', description: 'No fields: sends a reauthentication code to the user', examples: [{}] },
+  {
+    title: 'ReauthenticateRequest',
+    description: 'No fields: sends a reauthentication code to the user',
+    examples: [{}],
+  },
 )

@@ -11,15 +11,40 @@ export const HealthResponse = Type.Object(
 )
 
 const PROVIDERS = [
-  'anonymous_users', 'apple', 'azure', 'bitbucket', 'discord', 'facebook', 'snapchat', 'figma', 'fly', 'github', 'gitlab',
-  'google', 'keycloak', 'kakao', 'linkedin', 'linkedin_oidc', 'notion', 'spotify', 'slack', 'slack_oidc', 'workos',
-  'twitch', 'twitter', 'email', 'phone', 'zoom',
+  'anonymous_users',
+  'apple',
+  'azure',
+  'bitbucket',
+  'discord',
+  'facebook',
+  'snapchat',
+  'figma',
+  'fly',
+  'github',
+  'gitlab',
+  'google',
+  'keycloak',
+  'kakao',
+  'linkedin',
+  'linkedin_oidc',
+  'notion',
+  'spotify',
+  'slack',
+  'slack_oidc',
+  'workos',
+  'twitch',
+  'twitter',
+  'email',
+  'phone',
+  'zoom',
 ] as const
 
 export const SettingsResponse = Type.Object(
   {
     external: Type.Object(
-      Object.fromEntries(PROVIDERS.map((p) => [p, Type.Optional(bool(`Whether ${p} sign-in is enabled`, p === 'email'))])),
+      Object.fromEntries(
+        PROVIDERS.map((p) => [p, Type.Optional(bool(`Whether ${p} sign-in is enabled`, p === 'email'))]),
+      ),
       { description: 'Enabled sign-in methods', examples: [{ email: true, phone: false, github: true }] },
     ),
     disable_signup: bool('Sign-ups are disabled', false),

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { RateLimiter } from '../../../src/ratelimit/limiter.ts'
 
-/** The nine routes of SEED.md §8.1, limited by default. */
+/** The sign-in and sign-up routes limited by default (docs/decisions.md, D11). */
 export const DEFAULT_LIMITED = [
   'POST /signup',
   'POST /token',
@@ -14,7 +14,13 @@ export const DEFAULT_LIMITED = [
   'POST /passkeys/authentication/verify',
 ]
 
-export const KNOWN_ROUTES = [...DEFAULT_LIMITED, 'GET /settings', 'GET /user', 'PATCH /passkeys/{id}', 'DELETE /passkeys/{id}']
+export const KNOWN_ROUTES = [
+  ...DEFAULT_LIMITED,
+  'GET /settings',
+  'GET /user',
+  'PATCH /passkeys/{id}',
+  'DELETE /passkeys/{id}',
+]
 
 export interface TinyApp {
   app: FastifyInstance

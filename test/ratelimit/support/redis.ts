@@ -70,7 +70,11 @@ export class ThrowawayRedis {
   /** Starts the server (again) on the same port and waits until it answers PING. */
   async restart(): Promise<void> {
     if (this.#process) throw new Error('already running')
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], { stdio: 'ignore' })
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+      { stdio: 'ignore' },
+    )
     this.#process = child
     child.once('exit', () => {
       if (this.#process === child) this.#process = undefined

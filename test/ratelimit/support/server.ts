@@ -16,5 +16,8 @@ await app.listen({ host: '127.0.0.1', port: 0 })
 const address = app.server.address()
 process.stdout.write(JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0 }) + '\n')
 process.on('SIGTERM', () => {
-  void app.close().then(() => limiter.close()).then(() => process.exit(0))
+  void app
+    .close()
+    .then(() => limiter.close())
+    .then(() => process.exit(0))
 })

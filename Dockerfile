@@ -1,0 +1,27 @@
+# authgate service image. Build: docker build -t authgate .
+# Stage 1 compiles TypeScript; stage 2 holds production dependencies and dist/ only.
+
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: the `node` development dependency (a Node.js 24 for npm scripts on older
+# machines) is not needed in an image that already has Node.js 24.
+RUN npm ci --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:24-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+USER node
+EXPOSE 8080
+# Liveness of authgate itself (not the backend's health): see AUTHGATE_LIVENESS_PATH.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+(process.env.AUTHGATE_LIVENESS_PATH||'/livez')).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# node is PID 1 and receives SIGTERM itself (no npm or shell in between): graceful shutdown.
+CMD ["node", "bin/authgate.js"]

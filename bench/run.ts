@@ -1,0 +1,636 @@
+/**
+ * `npm run bench`: authgate against the gateways people would pick instead, in one run, one table,
+ * written to BENCHMARKS.md (between the bench markers) with the machine, versions and command.
+ *
+ *   node bench/run.ts [--duration 3] [--rounds 2] [--rate 5000] [--connections 64]
+ *                     [--only a,b,...] [--peers authgate,nginx,...] [--baseline <git ref>]
+ *                     [--idle-connections 5000] [--no-write]
+ *
+ * Every peer runs as its own process on 127.0.0.1 in front of the same fake backend (nginx answering
+ * canned bodies). Rounds are interleaved (peer A, B, C, then again) because the machine is shared and
+ * noisy: compare ratios within one run, not figures across runs. Measures, never judges: nothing
+ * here fails. Needs nginx, haproxy, caddy and wrk (Debian packages); a missing one drops its rows.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
+import { connect } from 'node:net'
+import { cpus, release, tmpdir, totalmem } from 'node:os'
+import { dirname, join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { constantRate, idleConnections, type RequestSpec } from './load.ts'
+
+const { values: opts } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '2' },
+    rate: { type: 'string', default: '5000' },
+    connections: { type: 'string', default: '64' },
+    only: { type: 'string' },
+    peers: { type: 'string' },
+    baseline: { type: 'string' },
+    'idle-connections': { type: 'string', default: '5000' },
+    workers: { type: 'string', default: '2' },
+    'no-write': { type: 'boolean', default: false },
+  },
+})
+const DURATION = Number(opts.duration)
+const ROUNDS = Number(opts.rounds)
+const RATE = Number(opts.rate)
+const CONNECTIONS = Number(opts.connections)
+const IDLE = Number(opts['idle-connections'])
+const WORKERS = Number(opts.workers)
+const ONLY = opts.only?.split(',').map((s) => s.trim())
+const PEER_FILTER = opts.peers?.split(',').map((s) => s.trim())
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const DIR = mkdtempSync(join(tmpdir(), 'authgate-bench-'))
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim()) || 100
+const have = (bin: string) => spawnSync('which', [bin]).status === 0
+
+if (!have('wrk')) {
+  console.error('wrk is required (apt-get install -y wrk)')
+  process.exit(1)
+}
+
+const PORTS = {
+  backend: 19501,
+  nginx: 19502,
+  nginxLimited: 19503,
+  nginx2: 19504,
+  nginx2Limited: 19505,
+  haproxy: 19506,
+  haproxyLimited: 19507,
+  caddy: 19508,
+  authgate: 19510,
+  authgateMemory: 19511,
+  authgateRedis: 19512,
+  authgateCluster: 19513,
+  authgateClusterMemory: 19514,
+  baseline: 19515,
+  baselineMemory: 19516,
+}
+
+// --- processes ---------------------------------------------------------------------------------
+
+const children: ChildProcess[] = []
+function start(cmd: string, args: string[], env: Record<string, string> = {}, cwd = ROOT): ChildProcess {
+  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+  let err = ''
+  child.stderr!.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-2000)))
+  child.on('exit', (code, signal) => {
+    if (!stopping && code !== 0) console.error(`${cmd} ${args.join(' ')} exited (${code ?? signal}): ${err}`)
+  })
+  children.push(child)
+  return child
+}
+let stopping = false
+function stopAll() {
+  stopping = true
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM')
+}
+process.on('SIGINT', () => {
+  stopAll()
+  process.exit(130)
+})
+// However long the run, the harness ends: a generous bound from the options.
+const HARD_LIMIT_MS = 600_000 + ROUNDS * DURATION * 2 * 1000 * 60
+setTimeout(() => {
+  console.error('bench: hard time limit reached, stopping')
+  stopAll()
+  process.exit(3)
+}, HARD_LIMIT_MS).unref()
+
+async function waitForPort(port: number, timeoutMs = 20_000): Promise<boolean> {
+  const until = Date.now() + timeoutMs
+  while (Date.now() < until) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => {
+        s.destroy()
+        resolve(true)
+      })
+      s.on('error', () => resolve(false))
+    })
+    if (ok) return true
+    await sleep(100)
+  }
+  return false
+}
+
+/** The pid and its descendants (nginx master + workers, node primary + cluster workers). */
+function tree(pid: number): number[] {
+  const out = [pid]
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      const kids = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim()
+      if (kids) for (const k of kids.split(/\s+/)) out.push(...tree(Number(k)))
+    }
+  } catch {
+    // gone
+  }
+  return out
+}
+function cpuMs(pid: number): number {
+  let ticks = 0
+  for (const p of tree(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      ticks += Number(fields[11]) + Number(fields[12]) // utime, stime (fields 14, 15 of the line)
+    } catch {
+      // gone
+    }
+  }
+  return (ticks * 1000) / CLK_TCK
+}
+function rssMb(pid: number): number {
+  let kb = 0
+  for (const p of tree(pid)) {
+    try {
+      kb += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0)
+    } catch {
+      // gone
+    }
+  }
+  return kb / 1024
+}
+function render(template: string, vars: Record<string, string | number>): string {
+  return readFileSync(join(ROOT, 'bench/peers', template), 'utf8').replace(/\{\{(\w+)\}\}/g, (_, k: string) =>
+    String(vars[k]),
+  )
+}
+
+// --- peers -------------------------------------------------------------------------------------
+
+interface Peer {
+  name: string
+  port: number
+  /** Port of the same peer configured with a per-client limit (the 429 path), if it has one. */
+  limitedPort?: number
+  /** The backend itself: paths without the /auth prefix. */
+  direct?: boolean
+  pid: () => number | undefined
+  group: 'single' | 'all-cores' | 'limit'
+}
+const peers: Peer[] = []
+const want = (name: string) => !PEER_FILTER || PEER_FILTER.some((f) => name.startsWith(f))
+
+writeFileSync(join(DIR, 'backend.conf'), render('backend.nginx.conf', { DIR, BACKEND_PORT: PORTS.backend }))
+if (!have('nginx')) {
+  console.error('nginx is required for the fake backend (apt-get install -y nginx)')
+  process.exit(1)
+}
+const backendProc = start('nginx', ['-c', join(DIR, 'backend.conf'), '-g', 'daemon off;'])
+peers.push({
+  name: 'backend direct',
+  port: PORTS.backend,
+  direct: true,
+  pid: () => backendProc.pid,
+  group: 'limit',
+})
+
+// The compiled service, as the container and the npm package run it (the sources run directly only
+// in a checkout; type stripping costs start-up time and about 30 MB of memory, nothing per request).
+// An earlier commit (--baseline) runs from its sources.
+execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' })
+function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildProcess {
+  return start(
+    process.execPath,
+    [cwd === ROOT ? 'dist/main.js' : 'src/main.ts'],
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      AUTHGATE_BACKEND_URL: `http://127.0.0.1:${PORTS.backend}`,
+      // nginx, HAProxy and Caddy run with access logs off; so does authgate (warnings and errors stay).
+      AUTHGATE_LOG_LEVEL: 'warn',
+      AUTHGATE_BACKEND_CONNECTIONS: '64',
+      ...env,
+    },
+    cwd,
+  )
+}
+const unlimited = { AUTHGATE_RATE_LIMITED_ROUTES: 'none' }
+const limitedRedis = {
+  AUTHGATE_REDIS_URL: 'redis://127.0.0.1:6379',
+  AUTHGATE_REDIS_KEY_PREFIX: `bench:${process.pid}:`,
+}
+
+if (want('authgate')) {
+  const a = authgate(PORTS.authgate, unlimited)
+  const m = authgate(PORTS.authgateMemory, {})
+  peers.push({
+    name: 'authgate',
+    port: PORTS.authgate,
+    pid: () => a.pid,
+    group: 'single',
+  })
+  peers.push({
+    name: 'authgate (memory store)',
+    port: -1,
+    limitedPort: PORTS.authgateMemory,
+    pid: () => m.pid,
+    group: 'single',
+  })
+  const redisUp = spawnSync('redis-cli', ['-h', '127.0.0.1', 'ping']).stdout?.toString().trim() === 'PONG'
+  if (redisUp || !have('redis-cli')) {
+    const r = authgate(PORTS.authgateRedis, limitedRedis)
+    peers.push({
+      name: 'authgate (Redis store)',
+      port: -1,
+      limitedPort: PORTS.authgateRedis,
+      pid: () => r.pid,
+      group: 'single',
+    })
+  }
+  if (WORKERS > 1) {
+    const c = authgate(PORTS.authgateCluster, { ...unlimited, AUTHGATE_WORKERS: String(WORKERS) })
+    const cm = authgate(PORTS.authgateClusterMemory, { AUTHGATE_WORKERS: String(WORKERS) })
+    peers.push({
+      name: `authgate ×${WORKERS} workers`,
+      port: PORTS.authgateCluster,
+      pid: () => c.pid,
+      group: 'all-cores',
+    })
+    peers.push({
+      name: `authgate ×${WORKERS} (shared store)`,
+      port: -1,
+      limitedPort: PORTS.authgateClusterMemory,
+      pid: () => cm.pid,
+      group: 'all-cores',
+    })
+  }
+}
+if (opts.baseline && want('authgate')) {
+  // The same service at another commit, for before/after in one run.
+  const dir = join(DIR, 'baseline')
+  mkdirSync(dir)
+  const archive = spawnSync('git', ['-C', ROOT, 'archive', opts.baseline, 'src', 'package.json'])
+  if (archive.status !== 0) throw new Error(`git archive ${opts.baseline}: ${archive.stderr.toString()}`)
+  spawnSync('tar', ['-x', '-C', dir], { input: archive.stdout })
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+  const b = authgate(PORTS.baseline, unlimited, dir)
+  const bm = authgate(PORTS.baselineMemory, {}, dir)
+  peers.push({
+    name: `authgate @${opts.baseline}`,
+    port: PORTS.baseline,
+    pid: () => b.pid,
+    group: 'single',
+  })
+  peers.push({
+    name: `authgate @${opts.baseline} (memory)`,
+    port: -1,
+    limitedPort: PORTS.baselineMemory,
+    pid: () => bm.pid,
+    group: 'single',
+  })
+}
+if (have('nginx') && want('nginx')) {
+  const setups: [number, number, number][] = [[1, PORTS.nginx, PORTS.nginxLimited]]
+  if (WORKERS > 1) setups.push([WORKERS, PORTS.nginx2, PORTS.nginx2Limited])
+  for (const [workers, port, limitedPort] of setups) {
+    const conf = join(DIR, `nginx${workers}.conf`)
+    writeFileSync(
+      conf,
+      render('nginx.conf', {
+        DIR,
+        WORKERS: workers,
+        PORT: port,
+        LIMITED_PORT: limitedPort,
+        BACKEND_PORT: PORTS.backend,
+      }),
+    )
+    const p = start('nginx', ['-c', conf, '-g', 'daemon off;'])
+    peers.push({
+      name: workers === 1 ? 'nginx' : `nginx ×${workers} workers`,
+      port,
+      limitedPort,
+      pid: () => p.pid,
+      group: workers === 1 ? 'single' : 'all-cores',
+    })
+  }
+}
+if (have('haproxy') && want('haproxy')) {
+  const conf = join(DIR, 'haproxy.cfg')
+  writeFileSync(
+    conf,
+    render('haproxy.cfg', {
+      DIR,
+      PORT: PORTS.haproxy,
+      LIMITED_PORT: PORTS.haproxyLimited,
+      BACKEND_PORT: PORTS.backend,
+    }),
+  )
+  const p = start('haproxy', ['-f', conf, '-db'])
+  peers.push({
+    name: 'HAProxy',
+    port: PORTS.haproxy,
+    limitedPort: PORTS.haproxyLimited,
+    pid: () => p.pid,
+    group: 'single',
+  })
+}
+if (have('caddy') && want('caddy')) {
+  const conf = join(DIR, 'Caddyfile')
+  writeFileSync(conf, render('Caddyfile', { PORT: PORTS.caddy, BACKEND_PORT: PORTS.backend }))
+  const p = start('caddy', ['run', '--config', conf, '--adapter', 'caddyfile'], {
+    GOMAXPROCS: '1',
+    XDG_DATA_HOME: DIR,
+    XDG_CONFIG_HOME: DIR,
+  })
+  peers.push({ name: 'Caddy', port: PORTS.caddy, pid: () => p.pid, group: 'single' })
+}
+
+for (const p of peers) {
+  for (const port of [p.port, p.limitedPort]) {
+    if (port === undefined || port < 0) continue
+    if (!(await waitForPort(port))) console.error(`${p.name} did not listen on ${port}`)
+  }
+}
+await sleep(500)
+
+// --- cases -------------------------------------------------------------------------------------
+
+interface Case {
+  id: string
+  label: string
+  request: RequestSpec
+  /** Which port of a peer: the plain one, or the limited one (429 path). */
+  limited?: boolean
+  expect: number
+  /** Peers that have no such thing (the OpenAPI document is authgate's own). */
+  authgateOnly?: boolean
+  latency: boolean
+}
+const TOKEN_BODY = '{"email":"user@example.com","password":"correct-horse-battery"}'
+const json = { 'Content-Type': 'application/json' }
+const CASES: Case[] = [
+  {
+    id: 'a',
+    label: '(a) POST /auth/token, JSON validated',
+    request: { method: 'POST', path: '/auth/token?grant_type=password', body: TOKEN_BODY, headers: json },
+    expect: 200,
+    latency: true,
+  },
+  {
+    id: 'b',
+    label: '(b) GET /auth/settings',
+    request: { method: 'GET', path: '/auth/settings' },
+    expect: 200,
+    latency: true,
+  },
+  {
+    id: 'b2',
+    label: '(b) GET /auth/.well-known/jwks.json',
+    request: { method: 'GET', path: '/auth/.well-known/jwks.json' },
+    expect: 200,
+    latency: false,
+  },
+  {
+    id: 'c',
+    label: '(c) GET /auth/authorize (302 relay)',
+    request: { method: 'GET', path: '/auth/authorize?provider=github' },
+    expect: 302,
+    latency: true,
+  },
+  {
+    id: 'd',
+    label: '(d) POST /auth/token over the limit (429)',
+    request: { method: 'POST', path: '/auth/token?grant_type=password', body: TOKEN_BODY, headers: json },
+    limited: true,
+    expect: 429,
+    latency: true,
+  },
+  {
+    id: 'e',
+    label: '(e) GET /openapi.json (gzip, as browsers ask)',
+    request: { method: 'GET', path: '/openapi.json', headers: { 'accept-encoding': 'gzip' } },
+    authgateOnly: true,
+    expect: 200,
+    latency: false,
+  },
+]
+
+function portFor(peer: Peer, c: Case): number | undefined {
+  if (c.authgateOnly && !peer.name.startsWith('authgate')) return undefined
+  if (c.limited) return peer.limitedPort
+  return peer.port >= 0 ? peer.port : undefined
+}
+function pathFor(peer: Peer, c: Case): string {
+  return peer.direct ? c.request.path.replace(/^\/auth/, '') : c.request.path
+}
+
+async function oneRequest(port: number, spec: RequestSpec): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${port}${spec.path}`, {
+    method: spec.method,
+    redirect: 'manual',
+    ...(spec.headers ? { headers: spec.headers } : {}),
+    ...(spec.body !== undefined ? { body: spec.body } : {}),
+  })
+  await res.arrayBuffer()
+  return res.status
+}
+
+interface Wrk {
+  rps: number
+  requests: number
+}
+function wrk(port: number, spec: RequestSpec): Promise<Wrk | undefined> {
+  const script = join(DIR, `wrk-${spec.method}-${Buffer.from(spec.path).toString('hex').slice(0, 40)}.lua`)
+  if (!existsSync(script)) {
+    let lua = `wrk.method = "${spec.method}"\n`
+    if (spec.body !== undefined) lua += `wrk.body = '${spec.body}'\n`
+    for (const [k, v] of Object.entries(spec.headers ?? {})) lua += `wrk.headers["${k}"] = "${v}"\n`
+    writeFileSync(script, lua)
+  }
+  return new Promise((resolve) => {
+    const child = spawn('wrk', [
+      '-t1',
+      `-c${CONNECTIONS}`,
+      `-d${DURATION}s`,
+      '-s',
+      script,
+      `http://127.0.0.1:${port}${spec.path}`,
+    ])
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c))
+    child.on('exit', () => {
+      const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
+      const requests = Number(/(\d+) requests in/.exec(out)?.[1])
+      resolve(rps ? { rps, requests } : undefined)
+    })
+  })
+}
+
+interface Cell {
+  rps: number[]
+  cpuMsPer1k: number[]
+  p50: number[]
+  p99: number[]
+  latencyErrors: number
+  wrongStatus?: string
+}
+const results = new Map<string, Cell>() // `${case.id}|${peer.name}`
+const cellFor = (c: Case, p: Peer) => {
+  const key = `${c.id}|${p.name}`
+  let cell = results.get(key)
+  if (!cell) results.set(key, (cell = { rps: [], cpuMsPer1k: [], p50: [], p99: [], latencyErrors: 0 }))
+  return cell
+}
+
+const memory = new Map<string, { idle: number; loaded?: number; idleConns?: number }>()
+for (const p of peers) {
+  const pid = p.pid()
+  if (pid !== undefined && (p.port >= 0 || p.limitedPort)) memory.set(p.name, { idle: rssMb(pid) })
+}
+
+const cases = CASES.filter((c) => !ONLY || ONLY.includes(c.id))
+const startedAt = Date.now()
+for (const c of cases) {
+  const runnable: [Peer, number][] = []
+  for (const p of peers) {
+    const port = portFor(p, c)
+    if (port === undefined) continue
+    const spec = { ...c.request, path: pathFor(p, c) }
+    // One check first: a peer that answers the wrong status is reported, not measured.
+    let status = 0
+    for (let i = 0; i < (c.limited ? 40 : 1); i++) status = await oneRequest(port, spec).catch(() => 0)
+    if (status !== c.expect) {
+      cellFor(c, p).wrongStatus = `answered ${status}, expected ${c.expect}`
+      continue
+    }
+    runnable.push([p, port])
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [p, port] of runnable) {
+      const spec = { ...c.request, path: pathFor(p, c) }
+      const cell = cellFor(c, p)
+      const pid = p.pid()!
+      const before = cpuMs(pid)
+      const w = await wrk(port, spec)
+      const used = cpuMs(pid) - before
+      if (w) {
+        cell.rps.push(w.rps)
+        cell.cpuMsPer1k.push((used / w.requests) * 1000)
+      }
+      if (c.latency) {
+        const r = await constantRate({ port, request: spec, rate: RATE, durationMs: DURATION * 1000, connections: 50 })
+        cell.p50.push(r.p50)
+        cell.p99.push(r.p99)
+        cell.latencyErrors += r.errors
+      }
+      process.stderr.write(
+        `${c.id} ${p.name}: ${w ? Math.round(w.rps) : '-'} req/s${c.latency ? ` p99 ${cell.p99.at(-1)?.toFixed(2)} ms` : ''}\n`,
+      )
+    }
+  }
+}
+
+// Memory: after the load, then with IDLE idle keep-alive connections held open.
+for (const p of peers) {
+  const pid = p.pid()
+  const m = memory.get(p.name)
+  if (pid === undefined || !m || p.port < 0) continue
+  m.loaded = rssMb(pid)
+  if (IDLE > 0) {
+    const spec = { method: 'GET' as const, path: p.direct ? '/settings' : '/auth/settings' }
+    const close = await idleConnections(p.port, spec, IDLE)
+    await sleep(300)
+    m.idleConns = rssMb(pid)
+    close()
+    await sleep(200)
+  }
+}
+stopAll()
+
+// --- report ------------------------------------------------------------------------------------
+
+const median = (xs: number[]) => {
+  if (xs.length === 0) return NaN
+  const s = [...xs].sort((x, y) => x - y)
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+}
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '–')
+const thousands = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–')
+
+function version(cmd: string, args: string[], re: RegExp): string {
+  const r = spawnSync(cmd, args)
+  return re.exec(r.stdout?.toString() + r.stderr?.toString())?.[1] ?? 'n/a'
+}
+const versions = [
+  `Node.js ${process.version}`,
+  `authgate ${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version} (${spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']).stdout.toString().trim()})`,
+  `nginx ${version('nginx', ['-v'], /nginx\/(\S+)/)}`,
+  `HAProxy ${version('haproxy', ['-v'], /version (\S+)/)}`,
+  `Caddy ${version('caddy', ['version'], /v?(\d+\.\d+\.\d+)/)}`,
+  `wrk ${version('wrk', ['-v'], /wrk (\S+)/)}`,
+  `Redis ${version('redis-cli', ['-h', '127.0.0.1', 'info', 'server'], /redis_version:(\S+)/)}`,
+]
+const command = `node bench/run.ts ${process.argv.slice(2).join(' ')}`.trim()
+
+const lines: string[] = []
+lines.push(`Run ${new Date(startedAt).toISOString().slice(0, 16).replace('T', ' ')} UTC, \`${command}\``)
+lines.push('')
+lines.push(
+  `Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Linux ${release()} (shared with other work: noisy). ${versions.join(', ')}.`,
+)
+lines.push('')
+lines.push(
+  `Max: wrk -t1 -c${CONNECTIONS}, ${DURATION} s, median of ${ROUNDS} interleaved rounds. Latency: open loop at ${thousands(RATE)} req/s over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. CPU: user + system time of the peer's processes during the wrk run, per 1,000 answers. Ratio: max req/s over nginx's (one worker) in the same case.`,
+)
+lines.push('')
+lines.push('| case | peer | max req/s | × nginx | p50 ms | p99 ms | CPU ms / 1k req |')
+lines.push('|---|---|--:|--:|--:|--:|--:|')
+for (const c of cases) {
+  const nginxCell = results.get(`${c.id}|nginx`)
+  const ref = nginxCell ? median(nginxCell.rps) : NaN
+  for (const p of peers) {
+    const cell = results.get(`${c.id}|${p.name}`)
+    if (!cell) continue
+    if (cell.wrongStatus) {
+      lines.push(`| ${c.label} | ${p.name} | ${cell.wrongStatus} | | | | |`)
+      continue
+    }
+    const rps = median(cell.rps)
+    lines.push(
+      `| ${c.label} | ${p.name} | ${thousands(rps)} | ${fmt(rps / ref, 2)} | ${c.latency ? fmt(median(cell.p50), 2) : ''} | ${c.latency ? fmt(median(cell.p99), 2) + (cell.latencyErrors ? ` (${cell.latencyErrors} late/lost)` : '') : ''} | ${fmt(median(cell.cpuMsPer1k), 1)} |`,
+    )
+  }
+}
+lines.push('')
+lines.push(
+  `| peer | RSS idle MB | RSS after the load MB | RSS with ${thousands(IDLE)} idle keep-alive connections MB |`,
+)
+lines.push('|---|--:|--:|--:|')
+for (const [name, m] of memory) {
+  if (m.loaded === undefined) continue
+  lines.push(`| ${name} | ${fmt(m.idle)} | ${fmt(m.loaded)} | ${fmt(m.idleConns ?? NaN)} |`)
+}
+const table = lines.join('\n')
+console.log('\n' + table)
+
+if (!opts['no-write']) {
+  const file = join(ROOT, 'BENCHMARKS.md')
+  const BEGIN = '<!-- bench:begin (written by npm run bench) -->'
+  const END = '<!-- bench:end -->'
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : `# Benchmarks\n\n${BEGIN}\n${END}\n`
+  const i = current.indexOf(BEGIN)
+  const j = current.indexOf(END)
+  const next =
+    i === -1 || j === -1
+      ? `${current.trimEnd()}\n\n${BEGIN}\n${table}\n${END}\n`
+      : `${current.slice(0, i + BEGIN.length)}\n${table}\n${current.slice(j)}`
+  writeFileSync(file, next)
+  console.log(`\nwritten to ${file}`)
+}
+rmSync(DIR, { recursive: true, force: true })
+process.exit(0)

@@ -1,0 +1,201 @@
+import type { ErrorObject } from 'ajv'
+import type { BackendAnswer } from '../errors.ts'
+
+/**
+ * Backend-shaped answers: where Supabase Auth itself rejects a condition that the gateway's
+ * validation catches first, the gateway answers with Supabase Auth's status, error code, message
+ * and extra fields, so that an application branching on `error.code` behaves the same with or
+ * without the gateway. Each rule is checked against the real server by e2e/backend-answers.test.ts.
+ * A failure no rule covers keeps the gateway's `validation_failed` (400).
+ *
+ * Keyed by route (`METHOD /template`), the failing JSON Schema keyword and the property concerned.
+ */
+export interface AnswerRule {
+  route: string
+  keyword: string
+  property: string
+  /** Every answer the rule can give (the OpenAPI document lists their statuses). */
+  answers: readonly BackendAnswer[]
+  /** Which answer, given the parsed body (default: the only one); undefined keeps the generic answer. */
+  pick?: (body: Record<string, unknown>) => BackendAnswer | undefined
+}
+
+const fixed = (answer: BackendAnswer) => ({ answers: [answer] })
+
+// Supabase Auth's minimum password length cannot be configured below 6, so any shorter password
+// is too short for every deployment. Longer minimums and character rules are the backend's to apply.
+const MIN_PASSWORD = 6
+const signupNeedsPassword: BackendAnswer = {
+  code: 'validation_failed',
+  status: 400,
+  message: 'Signup requires a valid password',
+}
+const weakPassword: BackendAnswer = {
+  code: 'weak_password',
+  status: 422,
+  message: `Password should be at least ${MIN_PASSWORD} characters.`,
+  fields: { weak_password: { reasons: ['length'] } },
+  // Supabase Auth sends no x-sb-error-code with the 2024-01-01 weak-password body.
+  codeHeaderInNewShape: false,
+}
+const emailFormat: BackendAnswer = {
+  code: 'validation_failed',
+  status: 400,
+  message: 'Unable to validate email address: invalid format',
+}
+const verifyEmail: BackendAnswer = { code: 'validation_failed', status: 422, message: 'Invalid email format' }
+const emailTooLong: BackendAnswer = { code: 'validation_failed', status: 400, message: 'An email address is too long' }
+
+const pkceHalf: BackendAnswer = {
+  code: 'validation_failed',
+  status: 400,
+  message: 'PKCE flow requires code_challenge_method and code_challenge',
+}
+/** A `code_challenge` without its method (src/auth/types/common.ts PKCE_PAIR). */
+const pkceRules = (route: string): AnswerRule[] =>
+  (['required', 'type'] as const).map((keyword) => ({
+    route,
+    keyword,
+    property: 'code_challenge_method',
+    ...fixed(pkceHalf),
+  }))
+/** `email` and `phone` together, refused in each route's own words. */
+const bothAddresses = (route: string, message: string): AnswerRule => ({
+  route,
+  keyword: 'not',
+  property: '',
+  ...fixed({ code: 'validation_failed', status: 400, message }),
+})
+const verifyTokenOrHash: BackendAnswer = {
+  code: 'validation_failed',
+  status: 400,
+  message: 'Verify requires either a token or a token hash',
+}
+const verifyHashAlone: BackendAnswer = {
+  code: 'validation_failed',
+  status: 400,
+  message: 'Only the token_hash and type should be provided',
+}
+const verifyOneAddress: BackendAnswer = {
+  code: 'validation_failed',
+  status: 400,
+  message: 'Only an email address or phone number should be provided on verify',
+}
+
+/** The e-mail rules of every route that validates `email` with Supabase Auth's own check. */
+const emailRules = (route: string): AnswerRule[] => [
+  { route, keyword: 'format', property: 'email', ...fixed(emailFormat) },
+  { route, keyword: 'maxLength', property: 'email', ...fixed(emailTooLong) },
+]
+
+export const BACKEND_ANSWERS: readonly AnswerRule[] = [
+  { route: 'POST /signup', keyword: 'dependentRequired', property: 'password', ...fixed(signupNeedsPassword) },
+  {
+    route: 'POST /signup',
+    keyword: 'minLength',
+    property: 'password',
+    answers: [signupNeedsPassword, weakPassword],
+    pick: (body) => (body.password === '' ? signupNeedsPassword : weakPassword),
+  },
+  {
+    route: 'POST /signup',
+    keyword: 'maxLength',
+    property: 'password',
+    ...fixed({ code: 'validation_failed', status: 400, message: 'Password cannot be longer than 72 characters' }),
+  },
+  ...emailRules('POST /signup'),
+  bothAddresses('POST /signup', 'Only an email address or phone number should be provided on signup.'),
+  ...pkceRules('POST /signup'),
+  bothAddresses('POST /otp', 'Only an email address or phone number should be provided'),
+  ...pkceRules('POST /otp'),
+  ...pkceRules('POST /recover'),
+  bothAddresses('POST /resend', 'Only an email address or phone number should be provided.'),
+  ...pkceRules('POST /resend'),
+  // Supabase Auth fails (500) on this one; the gateway answers as the other routes do.
+  ...pkceRules('PUT /user'),
+  { route: 'POST /verify', keyword: 'required', property: 'token', ...fixed(verifyTokenOrHash) },
+  { route: 'POST /verify', keyword: 'required', property: 'email', ...fixed(verifyOneAddress) },
+  {
+    route: 'POST /verify',
+    keyword: 'not',
+    property: '',
+    answers: [verifyTokenOrHash, verifyHashAlone, verifyOneAddress],
+    pick: (body) =>
+      body.token !== undefined && body.token_hash !== undefined
+        ? verifyTokenOrHash
+        : body.token_hash !== undefined
+          ? verifyHashAlone
+          : verifyOneAddress,
+  },
+  ...emailRules('POST /otp'),
+  ...emailRules('POST /recover'),
+  {
+    route: 'POST /recover',
+    keyword: 'required',
+    property: 'email',
+    ...fixed({ code: 'validation_failed', status: 400, message: 'Password recovery requires an email' }),
+  },
+  ...emailRules('POST /resend'),
+  {
+    route: 'POST /resend',
+    keyword: 'enum',
+    property: 'type',
+    ...fixed({
+      code: 'validation_failed',
+      status: 400,
+      message: 'Missing one of these types: signup, email_change, sms, phone_change',
+    }),
+  },
+  ...emailRules('PUT /user'),
+  {
+    route: 'POST /verify',
+    keyword: 'required',
+    property: 'type',
+    ...fixed({ code: 'validation_failed', status: 400, message: 'Verify requires a verification type' }),
+  },
+  // The e-mail of a one-time code is checked with a 422 of its own; with a token hash, Supabase
+  // Auth first refuses any e-mail at all (another message), so the generic answer stands there.
+  ...(['format', 'maxLength'] as const).map((keyword): AnswerRule => ({
+    route: 'POST /verify',
+    keyword,
+    property: 'email',
+    answers: [verifyEmail],
+    pick: (body) =>
+      typeof body.token === 'string' && body.token !== '' && body.token_hash === undefined ? verifyEmail : undefined,
+  })),
+  ...(['required', 'enum'] as const).map((keyword): AnswerRule => ({
+    route: 'POST /factors',
+    keyword,
+    property: 'factor_type',
+    ...fixed({ code: 'validation_failed', status: 400, message: 'factor_type needs to be totp, phone, or webauthn' }),
+  })),
+  ...(['required', 'enum'] as const).map((keyword): AnswerRule => ({
+    route: 'POST /oauth/authorizations/{authorization_id}/consent',
+    keyword,
+    property: 'action',
+    ...fixed({ code: 'validation_failed', status: 400, message: "action must be 'approve' or 'deny'" }),
+  })),
+]
+
+const index = new Map<string, AnswerRule>(BACKEND_ANSWERS.map((r) => [`${r.route} ${r.keyword} ${r.property}`, r]))
+
+/** The top-level property a validation error is about (`/password` → `password`). */
+export function errorProperty(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>
+  if (typeof params.missingProperty === 'string' && error.instancePath === '') return params.missingProperty
+  return error.instancePath.split('/')[1] ?? ''
+}
+
+/** The backend-shaped answer for the first validation error of a route, if Supabase Auth has one. */
+export function backendAnswer(route: string, error: ErrorObject, body: unknown): BackendAnswer | undefined {
+  const rule = index.get(`${route} ${error.keyword} ${errorProperty(error)}`)
+  if (!rule) return undefined
+  const record =
+    body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {}
+  return rule.pick ? rule.pick(record) : rule.answers[0]
+}
+
+/** The answers a route can give in Supabase Auth's words, for its documentation. */
+export function answersOf(route: string): BackendAnswer[] {
+  return BACKEND_ANSWERS.filter((r) => r.route === route).flatMap((r) => r.answers)
+}

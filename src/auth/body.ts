@@ -1,0 +1,127 @@
+import { isUtf8 } from 'node:buffer'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import sjson from 'secure-json-parse'
+import { sendError } from '../errors.ts'
+import type { AuthRoute } from './routes.ts'
+
+/**
+ * The body of a mounted route, in one place: read once as bytes (the limit enforced while reading),
+ * content type checked, parsed for validation only, and the original bytes kept for forwarding.
+ * Validation judges the parsed copy; the backend always receives `request.rawBody`.
+ */
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The exact body bytes as received (mounted auth routes only; undefined elsewhere). */
+    rawBody: Buffer | undefined
+  }
+}
+
+/**
+ * Installs the raw-bytes body reader on `scope`, an encapsulated context holding only mounted
+ * routes: the application's own routes keep Fastify's parsers.
+ */
+export function readBodiesAsBytes(scope: FastifyInstance, bodyLimit: number): void {
+  scope.decorateRequest('rawBody', undefined)
+  scope.removeAllContentTypeParsers()
+  scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_req, body, done) => done(null, body))
+}
+
+export type MediaKind = 'json' | 'form' | 'other'
+
+/** `application/json` with any parameters, and any `+json` type (RFC 6839 structured syntax suffix). */
+export function mediaKind(contentType: string | undefined): MediaKind {
+  if (!contentType) return 'other'
+  const semi = contentType.indexOf(';')
+  const type = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase()
+  if (type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))) return 'json'
+  if (type === 'application/x-www-form-urlencoded') return 'form'
+  return 'other'
+}
+
+/**
+ * Deep nesting is cheap to send and expensive for anything that recurses (validators, logs,
+ * JSON.stringify overflows its stack near 10^4–10^5 levels): refuse it before parsing.
+ * Real Supabase Auth bodies nest a handful of levels (WebAuthn credentials ~4).
+ */
+export const MAX_JSON_DEPTH = 512
+
+function exceedsDepth(buf: Buffer, max: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i]!
+    if (inString) {
+      if (c === 0x5c)
+        i++ // skip the escaped character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true
+    } else if (c === 0x7d || c === 0x5d) depth--
+  }
+  return false
+}
+
+export type ParseResult = { ok: true; value: unknown } | { ok: false; message: string }
+
+export function parseJson(buf: Buffer): ParseResult {
+  if (buf.length === 0) return { ok: false, message: 'Request body is empty' }
+  // RFC 8259 §8.1: JSON text exchanged between systems MUST be UTF-8. Decoding leniently would
+  // validate replacement characters while different bytes are forwarded.
+  if (!isUtf8(buf)) return { ok: false, message: 'Request body is not valid UTF-8' }
+  if (exceedsDepth(buf, MAX_JSON_DEPTH))
+    return { ok: false, message: `Request body nests deeper than ${MAX_JSON_DEPTH} levels` }
+  try {
+    return {
+      ok: true,
+      value: sjson.parse(buf.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' }),
+    }
+  } catch (err) {
+    const detail = err instanceof Error ? err.message : String(err)
+    return { ok: false, message: `Could not parse request body as JSON: ${detail}` }
+  }
+}
+
+/** Form fields as the backend reads them (Go's FormValue: the first value of a repeated key). */
+export function parseForm(buf: Buffer): ParseResult {
+  if (!isUtf8(buf)) return { ok: false, message: 'Request body is not valid UTF-8' }
+  const out: Record<string, string> = Object.create(null)
+  for (const [k, v] of new URLSearchParams(buf.toString('utf8'))) if (!(k in out)) out[k] = v
+  return { ok: true, value: out }
+}
+
+const JSON_ONLY = 'Content-Type must be application/json'
+const JSON_OR_FORM = 'Content-Type must be application/json or application/x-www-form-urlencoded'
+
+/**
+ * The preValidation hook of a mounted route: keeps the bytes for the forwarder and replaces
+ * `request.body` with the parsed copy the validator judges.
+ */
+export function bodyHook(route: AuthRoute) {
+  const optional = route.bodyOptional === true
+  return async function parseBody(request: FastifyRequest, reply: FastifyReply) {
+    const raw = request.body as Buffer | undefined
+    request.rawBody = raw
+    if (!route.body) return
+    const kind = mediaKind(request.headers['content-type'])
+    if (raw === undefined || raw.length === 0) {
+      // The backend never reads this body: an empty one is fine whatever the Content-Type says.
+      // On a route that takes forms, an empty body that is not declared JSON is an empty form
+      // (Supabase Auth parses anything but JSON as a form there): the schema and then the backend
+      // judge its missing fields, in the words of a form, not of JSON.
+      if (optional || (route.form && kind !== 'json')) {
+        request.body = {}
+        return
+      }
+      return sendError(request, reply, 'bad_json', 'Request body is empty')
+    }
+    if (kind === 'json' || (kind === 'form' && route.form)) {
+      const parsed = kind === 'json' ? parseJson(raw) : parseForm(raw)
+      if (!parsed.ok) return sendError(request, reply, 'bad_json', parsed.message)
+      request.body = parsed.value
+      return
+    }
+    return sendError(request, reply, 'unsupported_media_type', route.form ? JSON_OR_FORM : JSON_ONLY)
+  }
+}

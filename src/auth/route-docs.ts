@@ -1,0 +1,206 @@
+import { ERRORS, ErrorSchema } from '../errors.ts'
+import { answersOf } from './backend-answers.ts'
+import { routeName, type AuthRoute } from './routes.ts'
+import { NO_PROTOTYPE_KEYS } from './types/common.ts'
+
+/**
+ * The documentation side of a mounted route: the Fastify `schema` the registry hands to the
+ * document builder. Validation reads only `body` from it (see the auth context's validator).
+ *
+ * Every status an operation can answer is listed: its success statuses, Supabase Auth's own error
+ * answers from the route table (`errors`), the bearer-token failures of routes that need a user's
+ * token, and the gateway's own statuses. Each error status names its error codes, in the response
+ * description, in a table in the operation description and as `x-error-codes`.
+ */
+
+// The OpenAPI-style `content` form keeps each shared schema intact (one named component) while every
+// response has its own description.
+const json = (schema: unknown) => ({ content: { 'application/json': { schema } } })
+
+/** The OAuth 2.0 error shape (RFC 6749 §5.2) some token answers of Supabase Auth use. */
+export const OAuthErrorSchema = {
+  $id: 'OAuthErrorResponse',
+  title: 'OAuthErrorResponse',
+  description: 'OAuth-style error (RFC 6749 §5.2), always with status 400',
+  type: 'object',
+  properties: {
+    error: { type: 'string', description: 'OAuth error code', examples: ['invalid_grant'] },
+    error_description: {
+      type: 'string',
+      description: 'Human-readable explanation',
+      examples: ['Invalid authorization code'],
+    },
+  },
+  required: ['error'],
+  additionalProperties: true,
+} as const
+
+const RATE_LIMIT_HEADERS = {
+  'Retry-After': {
+    description: "Seconds until a request may succeed (authgate's limit only)",
+    schema: { type: 'integer', minimum: 0 },
+  },
+  RateLimit: {
+    description: "Remaining quota (IETF httpapi ratelimit-headers draft 11; authgate's limit only)",
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description: "Quota policy (IETF httpapi ratelimit-headers draft 11; authgate's limit only)",
+    schema: { type: 'string' },
+  },
+}
+
+/** Supabase Auth's answers to a missing, bad or revoked user token (any `bearer` route). */
+const BEARER_ERRORS: Record<number, readonly string[]> = {
+  400: ['bad_jwt'],
+  401: ['no_authorization'],
+  403: ['bad_jwt', 'session_not_found', 'user_not_found', 'user_banned'],
+}
+
+/** Who gives each code for one status. */
+interface StatusCodes {
+  backend: Set<string>
+  gateway: Set<string>
+}
+
+/** The error codes of every error status of a route, Supabase Auth's and authgate's. */
+export function errorCodes(route: AuthRoute, limited: boolean): Map<number, StatusCodes> {
+  const out = new Map<number, StatusCodes>()
+  const at = (status: number) => {
+    let entry = out.get(status)
+    if (!entry) out.set(status, (entry = { backend: new Set(), gateway: new Set() }))
+    return entry
+  }
+  const backend = (status: number, codes: readonly string[]) => {
+    for (const c of codes) at(status).backend.add(c)
+  }
+  const gateway = (code: keyof typeof ERRORS, status: number = ERRORS[code].status) => at(status).gateway.add(code)
+
+  // Supabase Auth checks what it reads; a relayed route's 400 is the backend's alone.
+  if (route.kind === 'typed' && route.body) backend(400, ['validation_failed', 'bad_json'])
+  for (const [status, codes] of Object.entries(route.errors)) backend(Number(status), codes ?? [])
+  if (route.bearer) for (const [status, codes] of Object.entries(BEARER_ERRORS)) backend(Number(status), codes)
+  backend(500, ['unexpected_failure'])
+  backend(504, ['request_timeout'])
+
+  if (route.body && route.kind === 'typed') {
+    gateway('validation_failed')
+    gateway('bad_json')
+    gateway('request_entity_too_large')
+    gateway('unsupported_media_type')
+  }
+  if (route.params) gateway('validation_failed')
+  if (route.queryChecked) gateway('validation_failed')
+  // Statuses other than 400 that the gateway gives in Supabase Auth's words (weak_password's 422, ...).
+  for (const answer of answersOf(routeName(route))) at(answer.status).gateway.add(answer.code)
+  if (limited) gateway('over_request_rate_limit')
+  gateway('unexpected_failure')
+  gateway('backend_unreachable')
+  gateway('request_timeout')
+  return new Map([...out.entries()].sort(([a], [b]) => a - b))
+}
+
+const list = (codes: Iterable<string>) => [...codes].map((c) => `\`${c}\``).join(', ')
+
+function statusDescription(status: number, codes: StatusCodes, route: AuthRoute, limited: boolean): string {
+  const from: string[] = []
+  if (status === 429 && limited) {
+    const own =
+      "authgate's own limit (`over_request_rate_limit`, with `Retry-After` and `RateLimit` headers; Supabase Auth was not contacted)"
+    return codes.backend.size > 0
+      ? `Too many requests: ${own}, or Supabase Auth's limiter (${list(codes.backend)}; no \`Retry-After\`)`
+      : `Too many requests: ${own}`
+  }
+  switch (status) {
+    case 502:
+      return 'Supabase Auth could not be reached (`backend_unreachable`)'
+    case 504:
+      return 'Supabase Auth did not answer in time (`request_timeout`, from authgate or from Supabase Auth)'
+    case 500:
+      return 'Unexpected failure (`unexpected_failure`, from authgate or from Supabase Auth)'
+    case 413:
+      return 'Body larger than the limit (`request_entity_too_large`)'
+    case 415:
+      return route.form
+        ? 'Body is neither JSON nor form-encoded (`unsupported_media_type`)'
+        : 'Body is not JSON (`unsupported_media_type`)'
+  }
+  if (codes.backend.size > 0) from.push(`Supabase Auth: ${list(codes.backend)}`)
+  if (codes.gateway.size > 0) from.push(`authgate, before forwarding: ${list(codes.gateway)}`)
+  const lead: Record<number, string> = {
+    400: 'Request refused',
+    401: 'Not authenticated',
+    403: 'Forbidden',
+    404: 'Not found or feature turned off on Supabase Auth',
+    409: 'Conflict',
+    422: 'Refused by the rules of Supabase Auth',
+    429: "Too many requests: Supabase Auth's limiter (no `Retry-After`)",
+  }
+  return `${lead[status] ?? 'Error'} (${from.join('; ')})`
+}
+
+function responseSchemas(route: AuthRoute, limited: boolean, codes: Map<number, StatusCodes>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [status, doc] of Object.entries(route.responses)) {
+    out[status] = {
+      description: doc.description,
+      ...(doc.headers ? { headers: doc.headers } : {}),
+      ...(doc.schema ? json(doc.schema) : {}),
+    }
+  }
+  for (const [status, c] of codes) {
+    const oauth = route.oauthErrors === true && status === 400
+    out[String(status)] = {
+      description: statusDescription(status, c, route, limited),
+      ...(status === 429 && limited ? { headers: RATE_LIMIT_HEADERS } : {}),
+      ...json(oauth ? { anyOf: [ErrorSchema, OAuthErrorSchema] } : ErrorSchema),
+    }
+  }
+  return out
+}
+
+/** The operation description with the table of error statuses and codes appended. */
+function describe(route: AuthRoute, codes: Map<number, StatusCodes>): string {
+  const rows = [...codes].map(([status, c]) => {
+    const all = [...new Set([...c.backend, ...c.gateway])]
+    return `| ${status} | ${list(all)} |`
+  })
+  const table = ['| Status | Error codes |', '| --- | --- |', ...rows].join('\n')
+  return `${route.description ? route.description + '\n\n' : ''}**Error answers**\n\n${table}`
+}
+
+/** Example objects: the query an example needs travels as `x-query` (Example Objects have no place for it). */
+function requestExamples(route: AuthRoute): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(
+    Object.entries(route.examples ?? {}).map(([name, e]) => [
+      name,
+      {
+        summary: e.summary,
+        ...(e.description ? { description: e.description } : {}),
+        value: e.value,
+        ...(e.query ? { 'x-query': e.query } : {}),
+      },
+    ]),
+  )
+}
+
+/** The route's schema as documented: tags, summary, parameters, body, security and every status. */
+export function routeSchema(route: AuthRoute, limited: boolean): Record<string, unknown> {
+  const codes = errorCodes(route, limited)
+  return {
+    ...(route.body && route.kind === 'typed' ? { body: { ...route.body, propertyNames: NO_PROTOTYPE_KEYS } } : {}),
+    ...(route.query ? { querystring: route.query } : {}),
+    ...(route.params ? { params: route.params } : {}),
+    ...(route.form ? { consumes: ['application/json', 'application/x-www-form-urlencoded'] } : {}),
+    ...(route.bodyOptional ? { bodyRequired: false } : {}),
+    ...(route.examples ? { requestExamples: requestExamples(route) } : {}),
+    tags: [route.tag],
+    summary: route.summary,
+    description: describe(route, codes),
+    security: route.bearer ? [{ bearerAuth: [] }] : [],
+    response: responseSchemas(route, limited, codes),
+    'x-error-codes': Object.fromEntries(
+      [...codes].map(([s, c]) => [String(s), [...new Set([...c.backend, ...c.gateway])]]),
+    ),
+  }
+}

@@ -1,0 +1,364 @@
+import type { Env } from './env.ts'
+
+/**
+ * Every setting the service reads, in one list: `--help` prints it, the README's configuration
+ * table is generated from it (`npm run docs:settings`, checked by a test), unknown `AUTHGATE_*`
+ * variables are found against it, and the readers take their defaults from it, so the default
+ * shown is the default used.
+ */
+export interface Setting {
+  name: string
+  group: string
+  /** The default, written as a value of the variable would be; undefined when there is none. */
+  default?: string
+  /** How the default reads in the docs when it is not a plain value (`none`, a derived value). */
+  defaultText?: string
+  meaning: string
+}
+
+export const SETTINGS: readonly Setting[] = [
+  // Server
+  { name: 'PORT', group: 'Server', default: '8080', meaning: 'listening port' },
+  {
+    name: 'AUTHGATE_WORKERS',
+    group: 'Server',
+    default: '1',
+    meaning:
+      'processes serving the port (`auto`: one per core); without Redis the primary keeps the one rate-limit store so limits stay exact',
+  },
+  { name: 'HOST', group: 'Server', default: '0.0.0.0', meaning: 'listening address' },
+  {
+    name: 'AUTHGATE_PREFIX',
+    group: 'Server',
+    default: '/auth',
+    meaning: 'mount prefix of the auth routes (`/` for none)',
+  },
+  {
+    name: 'AUTHGATE_TRUSTED_PROXIES',
+    group: 'Server',
+    defaultText: 'none',
+    meaning:
+      'comma list of IPs/CIDRs whose `X-Forwarded-For` (and `X-Request-Id`) is believed; the client IP is otherwise the socket address',
+  },
+  {
+    name: 'AUTHGATE_CORS_ORIGINS',
+    group: 'Server',
+    defaultText: 'none (no CORS)',
+    meaning:
+      'browser origins allowed to call the auth routes: a comma list (`https://app.example.com`, credentials allowed) or `*` (any origin, no credentials)',
+  },
+  // Backend
+  {
+    name: 'AUTHGATE_BACKEND_URL',
+    group: 'Backend',
+    default: 'http://localhost:9999',
+    meaning: 'Supabase Auth base URL; may carry a path (hosted: `https://<ref>.supabase.co/auth/v1`)',
+  },
+  {
+    name: 'AUTHGATE_BACKEND_APIKEY',
+    group: 'Backend',
+    defaultText: 'none',
+    meaning:
+      "hosted Supabase: the project's publishable (anon) key, sent as `apikey` on every backend request in place of the client's",
+  },
+  {
+    name: 'AUTHGATE_BACKEND_TIMEOUT',
+    group: 'Backend',
+    default: '15s',
+    meaning: 'time the backend has to send its response headers, and most time between two body chunks',
+  },
+  {
+    name: 'AUTHGATE_BACKEND_CONNECT_TIMEOUT',
+    group: 'Backend',
+    default: '5s',
+    meaning: 'time to open a connection to the backend',
+  },
+  {
+    name: 'AUTHGATE_BACKEND_CONNECTIONS',
+    group: 'Backend',
+    default: '128',
+    meaning: 'most keep-alive connections to the backend',
+  },
+  // Client limits
+  {
+    name: 'AUTHGATE_CACHE_TTL',
+    group: 'Backend',
+    default: '10s',
+    meaning:
+      "how long `GET /settings` is answered from authgate's cache when the backend sends no freshness (`0` or `off`: only what the backend marks cacheable, e.g. `/.well-known/*` for 10 min)",
+  },
+  {
+    name: 'AUTHGATE_DISABLED_GROUPS',
+    group: 'Backend',
+    defaultText: 'none',
+    meaning:
+      'comma list of route groups not mounted (404, absent from the document): `oauth`, `passkeys`, `mfa`, `identities`, `sso`',
+  },
+  {
+    name: 'AUTHGATE_BODY_LIMIT',
+    group: 'Client limits',
+    default: '1mib',
+    meaning: 'largest request body (bytes, or `512kb`, `1mib`, ...)',
+  },
+  {
+    name: 'AUTHGATE_MAX_HEADER_SIZE',
+    group: 'Client limits',
+    default: '16kib',
+    meaning: 'largest request head (request line and headers); over it: 431',
+  },
+  {
+    name: 'AUTHGATE_HEADER_TIMEOUT',
+    group: 'Client limits',
+    default: '10s',
+    meaning: 'time a client has to send the request head; over it: 408 and the connection is closed',
+  },
+  {
+    name: 'AUTHGATE_REQUEST_TIMEOUT',
+    group: 'Client limits',
+    default: '30s',
+    meaning: 'time a client has to send the whole request, body included; over it: 408 and the connection is closed',
+  },
+  {
+    name: 'AUTHGATE_KEEP_ALIVE_TIMEOUT',
+    group: 'Client limits',
+    default: '72s',
+    meaning: "how long an idle client connection is kept open (above a load balancer's idle timeout)",
+  },
+  {
+    name: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET',
+    group: 'Client limits',
+    default: '0',
+    meaning: 'requests served on one client connection before it is closed; `0` for no limit',
+  },
+  // Logs, metrics and health
+  {
+    name: 'AUTHGATE_LOG_LEVEL',
+    group: 'Observability',
+    default: 'info',
+    meaning: '`fatal` … `trace`, or `silent`; one line per request at `info`',
+  },
+  {
+    name: 'AUTHGATE_REQUEST_ID_HEADER',
+    group: 'Observability',
+    default: 'x-request-id',
+    meaning: 'request id header: taken from trusted proxies, otherwise generated; sent to the backend and returned',
+  },
+  {
+    name: 'AUTHGATE_METRICS_PATH',
+    group: 'Observability',
+    default: '/metrics',
+    meaning: 'Prometheus metrics; `off` to not serve them',
+  },
+  {
+    name: 'AUTHGATE_METRICS_PORT',
+    group: 'Observability',
+    defaultText: 'none (the main port)',
+    meaning: 'serve the metrics on this port only (same host), not on the public one',
+  },
+  {
+    name: 'AUTHGATE_LIVENESS_PATH',
+    group: 'Observability',
+    default: '/livez',
+    meaning: 'liveness of authgate itself: 200 while the process serves requests',
+  },
+  {
+    name: 'AUTHGATE_READINESS_PATH',
+    group: 'Observability',
+    default: '/readyz',
+    meaning: 'readiness: 200 while the backend (and Redis, when configured) is reachable; 503 once shutting down',
+  },
+  // Shutdown
+  {
+    name: 'AUTHGATE_SHUTDOWN_TIMEOUT',
+    group: 'Shutdown',
+    defaultText: 'backend timeout + 5s',
+    meaning: 'on SIGTERM/SIGINT, longest wait for requests in flight before their connections are cut',
+  },
+  {
+    name: 'AUTHGATE_SHUTDOWN_DELAY',
+    group: 'Shutdown',
+    default: '0s',
+    meaning:
+      'on SIGTERM/SIGINT, time readiness reports 503 while still accepting, so load balancers stop sending first',
+  },
+  // Rate limiting
+  {
+    name: 'AUTHGATE_RATE_LIMIT',
+    group: 'Rate limiting',
+    default: '30/5m',
+    meaning: 'default rate per client and route: `COUNT/WINDOW[;burst=N]` (windows in s, m, h, d)',
+  },
+  {
+    name: 'AUTHGATE_RATE_LIMITED_ROUTES',
+    group: 'Rate limiting',
+    defaultText: 'the sign-up, sign-in and message routes, MFA challenge and verify',
+    meaning:
+      'comma list of `METHOD /template` (relative to the prefix) that replaces the default list; `none` limits nothing',
+  },
+  {
+    name: 'AUTHGATE_RATE_LIMIT_ROUTES',
+    group: 'Rate limiting',
+    defaultText: 'none',
+    meaning: 'per-route rates, `METHOD /template=RATE` or `=off`, comma separated; naming a route here also limits it',
+  },
+  {
+    name: 'AUTHGATE_REDIS_URL',
+    group: 'Rate limiting',
+    defaultText: 'none (memory store)',
+    meaning: '`redis://` or `rediss://`: share budgets across replicas (Redis or Valkey)',
+  },
+  {
+    name: 'AUTHGATE_REDIS_KEY_PREFIX',
+    group: 'Rate limiting',
+    default: 'authgate:rl:',
+    meaning: 'prefix of every Redis key',
+  },
+  {
+    name: 'AUTHGATE_REDIS_TIMEOUT',
+    group: 'Rate limiting',
+    default: '100ms',
+    meaning: 'longest a request waits on Redis',
+  },
+  {
+    name: 'AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR',
+    group: 'Rate limiting',
+    default: 'open',
+    meaning: '`open` (allow, log, count) or `closed` (429) while Redis cannot answer',
+  },
+  {
+    name: 'AUTHGATE_RATE_LIMIT_IPV6_PREFIX',
+    group: 'Rate limiting',
+    default: '64',
+    meaning: 'IPv6 clients are keyed by this prefix length',
+  },
+  {
+    name: 'AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS',
+    group: 'Rate limiting',
+    default: '500000',
+    meaning: 'memory store: most buckets held at once',
+  },
+  // Documentation
+  {
+    name: 'AUTHGATE_OPENAPI_PATH',
+    group: 'Documentation',
+    default: '/openapi.json',
+    meaning: 'the OpenAPI 3.1 document; `off` turns off both documents and the page',
+  },
+  {
+    name: 'AUTHGATE_OPENAPI30_PATH',
+    group: 'Documentation',
+    defaultText: 'the document path with `-3.0` (`/openapi-3.0.json`)',
+    meaning: 'the OpenAPI 3.0.3 rendering of the same document; `off` to not serve it',
+  },
+  {
+    name: 'AUTHGATE_DOCS_PATH',
+    group: 'Documentation',
+    default: '/docs',
+    meaning: 'the interactive reference page (served by authgate itself; works offline); `off` to not serve it',
+  },
+  {
+    name: 'AUTHGATE_API_TITLE',
+    group: 'Documentation',
+    default: 'API Documentation',
+    meaning: '`info.title` of the document',
+  },
+  { name: 'AUTHGATE_API_VERSION', group: 'Documentation', default: '1.0.0', meaning: '`info.version` of the document' },
+]
+
+const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]))
+
+/**
+ * `AUTHGATE_*` variables this repository's tools read (the end-to-end suite, scripts), not the
+ * service: present in a developer's environment, so not reported as unknown.
+ */
+export const TOOL_VARIABLES: readonly string[] = [
+  'AUTHGATE_SUPABASE_AUTH_BIN',
+  'AUTHGATE_CHROMIUM',
+  'AUTHGATE_E2E_MAIN',
+  'AUTHGATE_E2E_DATABASE',
+]
+
+/** The variable's value, or the setting's default when unset or blank. */
+export function settingValue(env: Env, name: string): string | undefined {
+  const setting = BY_NAME.get(name)
+  if (setting === undefined) throw new Error(`${name} is not in the settings schema`)
+  const v = env[name]
+  if (v !== undefined && v.trim() !== '') return v.trim()
+  return setting.default
+}
+
+/** The text the docs show as the default. */
+export function defaultText(setting: Setting): string {
+  return setting.defaultText ?? setting.default ?? 'none'
+}
+
+/** Optimal string alignment distance (Levenshtein with adjacent transpositions), case-insensitive. */
+export function editDistance(a: string, b: string): number {
+  const s = a.toUpperCase()
+  const t = b.toUpperCase()
+  const d: number[][] = Array.from({ length: s.length + 1 }, (_, i) => [i, ...Array<number>(t.length).fill(0)])
+  for (let j = 1; j <= t.length; j++) d[0]![j] = j
+  for (let i = 1; i <= s.length; i++) {
+    for (let j = 1; j <= t.length; j++) {
+      const cost = s[i - 1] === t[j - 1] ? 0 : 1
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
+      if (i > 1 && j > 1 && s[i - 1] === t[j - 2] && s[i - 2] === t[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1)
+      d[i]![j] = v
+    }
+  }
+  return d[s.length]![t.length]!
+}
+
+/** The known setting closest to `name`. */
+export function closestSetting(name: string): string {
+  let best = SETTINGS[0]!.name
+  let bestDistance = Infinity
+  for (const s of SETTINGS) {
+    const distance = editDistance(name, s.name)
+    if (distance < bestDistance) {
+      best = s.name
+      bestDistance = distance
+    }
+  }
+  return best
+}
+
+/** Every `AUTHGATE_*` variable of the environment that is no setting, with the closest known name. */
+export function unknownVariables(env: Env): Array<{ name: string; closest: string }> {
+  const out: Array<{ name: string; closest: string }> = []
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('AUTHGATE_') || BY_NAME.has(name) || TOOL_VARIABLES.includes(name)) continue
+    out.push({ name, closest: closestSetting(name) })
+  }
+  return out
+}
+
+/** `--help`: every setting with its default, by group. */
+export function settingsHelp(): string {
+  const lines: string[] = []
+  let group = ''
+  const width = Math.max(...SETTINGS.map((s) => s.name.length))
+  for (const s of SETTINGS) {
+    if (s.group !== group) {
+      group = s.group
+      lines.push('', `${group}:`)
+    }
+    lines.push(`  ${s.name.padEnd(width)}  default: ${plain(defaultText(s))}`)
+    lines.push(`  ${' '.repeat(width)}  ${plain(s.meaning)}`)
+  }
+  return lines.join('\n').slice(1) + '\n'
+}
+
+/** The README's configuration table. */
+export function settingsTable(): string {
+  const rows = ['| variable | default | meaning |', '|---|---|---|']
+  for (const s of SETTINGS) {
+    const def = s.default !== undefined && s.defaultText === undefined ? `\`${s.default}\`` : defaultText(s)
+    rows.push(`| \`${s.name}\` | ${def} | ${s.meaning} |`)
+  }
+  return rows.join('\n') + '\n'
+}
+
+function plain(markdown: string): string {
+  return markdown.replaceAll('`', '')
+}

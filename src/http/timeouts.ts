@@ -1,0 +1,31 @@
+import type { Server } from 'node:http'
+import type { FastifyHttpOptions } from 'fastify'
+import type { CoreConfig } from '../config.ts'
+
+/**
+ * The server's limits on clients, as Fastify and Node.js options:
+ * - `headersTimeout`: the request head must arrive within AUTHGATE_HEADER_TIMEOUT;
+ * - `requestTimeout`: the whole request, body included, within AUTHGATE_REQUEST_TIMEOUT (it stops
+ *   counting once the request is received: a slow backend is the backend timeout's business);
+ * - `connectionsCheckingInterval`: how often Node.js looks for connections past those two. Its
+ *   default, 30 s, is why a slow client used to hold on for a minute and a half.
+ * - `maxHeaderSize`, `keepAliveTimeout`, `maxRequestsPerSocket`.
+ * Each rejection reaches the client-error handler (src/http/client-errors.ts).
+ */
+export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
+  const shortest = Math.min(config.headerTimeoutMs, config.requestTimeoutMs)
+  return {
+    http: {
+      headersTimeout: config.headerTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(shortest / 4))),
+      maxHeaderSize: config.maxHeaderSize,
+    },
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    maxRequestsPerSocket: config.maxRequestsPerSocket,
+    // Requests arriving on open connections while shutting down are served, not refused with 503:
+    // the load balancer may still send some until readiness has turned.
+    return503OnClosing: false,
+  }
+}

@@ -1,0 +1,156 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { RateLimiter } from '../ratelimit/index.ts'
+import { RedisStore } from '../ratelimit/redis-store.ts'
+import { createServer } from 'node:http'
+import type { BackendExchange } from './backend-timing.ts'
+
+export interface MetricsOptions {
+  rateLimiter?: RateLimiter | undefined
+  /** Node.js process metrics (CPU, memory, event-loop lag, GC) too: the service wants them, tests not. */
+  processMetrics?: boolean
+}
+
+/** Seconds; Supabase Auth answers in milliseconds to a second, bcrypt-bound sign-ins near 100 ms. */
+const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20]
+
+/**
+ * The Prometheus metrics of one app, in a registry of its own (several apps in one process, as in
+ * tests, never share counters). Route labels are route templates (`/auth/passkeys/:id`), never raw
+ * URLs, so their number is bounded; a request no route matched is `route=""`.
+ */
+export interface AppMetrics {
+  registry: Registry
+  /** The forwarder's observer: backend latency and errors, once per exchange. */
+  observeBackend(request: FastifyRequest, exchange: BackendExchange): void
+}
+
+export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}): AppMetrics {
+  const registry = new Registry()
+  if (options.processMetrics) collectDefaultMetrics({ register: registry })
+
+  const requests = new Counter({
+    name: 'authgate_http_requests_total',
+    help: 'Requests answered, by route template, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  })
+  const duration = new Histogram({
+    name: 'authgate_http_request_duration_seconds',
+    help: 'Time from the request to the end of the response, by route template and method',
+    labelNames: ['route', 'method'] as const,
+    buckets: BUCKETS,
+    registers: [registry],
+  })
+  const backendDuration = new Histogram({
+    name: 'authgate_backend_request_duration_seconds',
+    help: 'Time Supabase Auth took to answer (to the response head), by route template and status',
+    labelNames: ['route', 'status'] as const,
+    buckets: BUCKETS,
+    registers: [registry],
+  })
+  const backendErrors = new Counter({
+    name: 'authgate_backend_errors_total',
+    help: 'Backend requests that failed, by kind: unreachable, connect_timeout, timeout, relay, bad_header, failed',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  })
+  for (const kind of ['unreachable', 'connect_timeout', 'timeout', 'relay', 'bad_header', 'failed'])
+    backendErrors.inc({ kind }, 0)
+
+  const limiter = options.rateLimiter
+  if (limiter !== undefined) {
+    // The limiter keeps its own counters; the metric follows them at each scrape.
+    const seen = { allowed: 0, denied: 0, failedOpen: 0, failedClosed: 0 }
+    new Counter({
+      name: 'authgate_rate_limit_decisions_total',
+      help: 'Rate-limit decisions: allowed, denied, and while the store failed, failed_open or failed_closed',
+      labelNames: ['decision'] as const,
+      registers: [registry],
+      collect() {
+        const c = limiter.counters
+        this.inc({ decision: 'allowed' }, c.allowed - seen.allowed)
+        this.inc({ decision: 'denied' }, c.denied - seen.denied)
+        this.inc({ decision: 'failed_open' }, c.failedOpen - seen.failedOpen)
+        this.inc({ decision: 'failed_closed' }, c.failedClosed - seen.failedClosed)
+        Object.assign(seen, {
+          allowed: c.allowed,
+          denied: c.denied,
+          failedOpen: c.failedOpen,
+          failedClosed: c.failedClosed,
+        })
+      },
+    })
+    const store = limiter.store
+    if (store instanceof RedisStore) {
+      new Gauge({
+        name: 'authgate_redis_up',
+        help: '1 while the rate-limit Redis connection is ready, else 0',
+        registers: [registry],
+        collect() {
+          this.set(store.client.status === 'ready' ? 1 : 0)
+        },
+      })
+    }
+  }
+
+  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    const route = request.routeOptions.url ?? ''
+    const method = request.method
+    requests.inc({ route, method, status: String(reply.statusCode) })
+    duration.observe({ route, method }, reply.elapsedTime / 1000)
+  })
+  return {
+    registry,
+    observeBackend(request, exchange) {
+      const route = request.routeOptions.url ?? ''
+      if (exchange.error !== undefined) backendErrors.inc({ kind: exchange.error })
+      // A relay failure has already been timed at its response head.
+      if (exchange.error === 'relay') return
+      backendDuration.observe(
+        { route, status: exchange.status === undefined ? 'none' : String(exchange.status) },
+        exchange.durationMs / 1000,
+      )
+    },
+  }
+}
+
+/** The metrics on a listener of their own (AUTHGATE_METRICS_PORT): kept off the public port. */
+export async function startMetricsServer(
+  registry: Registry,
+  options: { port: number; host: string; path: string },
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0]
+    if (req.method !== 'GET' || path !== options.path) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n')
+      return
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(text),
+      () => res.writeHead(500).end(),
+    )
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port, options.host, () => resolve())
+  })
+  const address = server.address()
+  return {
+    port: typeof address === 'object' && address !== null ? address.port : options.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
+
+/** The scrape route: the registry in Prometheus text format. */
+export function metricsHandler(registry: Registry) {
+  return async (_request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('content-type', registry.contentType)
+    reply.header('cache-control', 'no-store')
+    return registry.metrics()
+  }
+}

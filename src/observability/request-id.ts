@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import { BlockList, isIPv4, isIPv6 } from 'node:net'
+
+/** What an accepted incoming id may look like: printable, no spaces, bounded (it goes into logs and headers). */
+const ACCEPTABLE = /^[A-Za-z0-9._:@/+=-]{1,128}$/
+
+const ids = new WeakMap<IncomingMessage, string>()
+
+/** The id given to a raw request (for answers written without Fastify: client errors). */
+export function requestIdOf(req: IncomingMessage): string | undefined {
+  return ids.get(req)
+}
+
+export function newRequestId(): string {
+  return randomUUID()
+}
+
+/** A BlockList of the trusted proxies (IPs and CIDRs, as AUTHGATE_TRUSTED_PROXIES gives them). */
+export function trustedPeers(cidrs: readonly string[]): BlockList {
+  const list = new BlockList()
+  for (const item of cidrs) {
+    const [addr, bits] = item.split('/') as [string, string | undefined]
+    const type = isIPv4(addr) ? 'ipv4' : isIPv6(addr) ? 'ipv6' : undefined
+    if (type === undefined) continue
+    if (bits === undefined) list.addAddress(addr, type)
+    else list.addSubnet(addr, Number(bits), type)
+  }
+  return list
+}
+
+function peerIsTrusted(peers: BlockList, address: string | undefined): boolean {
+  if (address === undefined) return false
+  if (address.startsWith('::ffff:') && isIPv4(address.slice(7)))
+    return peers.check(address.slice(7), 'ipv4') || peers.check(address, 'ipv6')
+  return peers.check(address, isIPv4(address) ? 'ipv4' : 'ipv6')
+}
+
+/**
+ * Fastify's `genReqId`: the incoming request id when the connection comes from a trusted proxy
+ * (which set or passed it on) and it looks like an id; otherwise a fresh UUID. A client that talks
+ * to authgate directly cannot choose the id other log lines are correlated by.
+ */
+export function requestIdGenerator(header: string, trustedProxies: readonly string[]) {
+  const peers = trustedPeers(trustedProxies)
+  const anyTrusted = trustedProxies.length > 0
+  return function genReqId(req: IncomingMessage): string {
+    let id: string | undefined
+    if (anyTrusted) {
+      const value = req.headers[header]
+      const given = Array.isArray(value) ? value[0] : value
+      if (given !== undefined && ACCEPTABLE.test(given) && peerIsTrusted(peers, req.socket?.remoteAddress)) id = given
+    }
+    id ??= randomUUID()
+    ids.set(req, id)
+    return id
+  }
+}

@@ -1,0 +1,79 @@
+import type { FastifyInstance } from 'fastify'
+import { createProtection, type Protection } from './hook.ts'
+import {
+  registerResourceMetadataRoute,
+  resolveResourceMetadata,
+  type ResourceMetadataOptions,
+} from './resource-metadata.ts'
+import { SessionChecker, type SessionCheckOptions } from './session.ts'
+import { createTokenVerifier, type VerifierOptions } from './verify.ts'
+
+export interface ProtectOptions extends VerifierOptions {
+  /**
+   * Lets routes with `auth: { session: true }` ask Supabase Auth whether the token's session is
+   * still alive (a cached `GET /user`). `true` for the defaults; off unless given.
+   */
+  sessionCheck?: boolean | Omit<SessionCheckOptions, 'backendUrl'>
+  /** RFC 9728 metadata at `/.well-known/oauth-protected-resource` (on unless `false`). */
+  resourceMetadata?: ResourceMetadataOptions | false
+}
+
+/** Builds the verifier, the session checker and the metadata from the options (no Fastify needed). */
+export function createProtectionFromOptions(options: ProtectOptions): {
+  protection: Protection
+  metadata: ReturnType<typeof resolveResourceMetadata> | undefined
+} {
+  const verifier = createTokenVerifier(options)
+  let sessions: SessionChecker | undefined
+  if (options.sessionCheck) {
+    if (!options.backendUrl) throw new TypeError('protect: `sessionCheck` needs `backendUrl`')
+    sessions = new SessionChecker({
+      backendUrl: options.backendUrl,
+      ...(options.sessionCheck === true ? {} : options.sessionCheck),
+    })
+  }
+  const metadata =
+    options.resourceMetadata === false ? undefined : resolveResourceMetadata(options.issuer, options.resourceMetadata)
+  return { protection: createProtection(verifier, sessions, metadata?.url), metadata }
+}
+
+/**
+ * Verifies Supabase Auth access tokens on the application's routes. Register it on the root
+ * instance (it is not encapsulated, so every route sees it), then give routes an `auth` option:
+ *
+ * ```ts
+ * await app.register(authgateProtect, { backendUrl, issuer: 'https://api.example.com/auth' })
+ * app.route(defineRoute({ method: 'GET', url: '/me', auth: 'required', handler: (req) => req.user }))
+ * ```
+ */
+export async function authgateProtect(app: FastifyInstance, options: ProtectOptions): Promise<void> {
+  const { protection, metadata } = createProtectionFromOptions(options)
+  if (app.hasDecorator('authgateProtect')) throw new Error('protect: the plugin is registered twice')
+  app.decorate('authgateProtect', protection)
+  if (!app.hasRequestDecorator('user')) app.decorateRequest('user', null)
+  if (metadata) registerResourceMetadataRoute(app, metadata)
+}
+// Not encapsulated (what fastify-plugin does): the decorations reach the whole application.
+;(authgateProtect as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true
+
+export { createProtection, routeAuthHook, type Protection } from './hook.ts'
+export {
+  normaliseAuth,
+  routeAuthOf,
+  canForbid,
+  type AuthOption,
+  type AuthRequirement,
+  type RouteAuth,
+} from './requirement.ts'
+export { createTokenVerifier, TokenRejected, JwksUnavailableError, ASYMMETRIC_ALGORITHMS } from './verify.ts'
+export type { TokenVerifier, VerifierOptions } from './verify.ts'
+export { createJwks, type Jwks, type JwksOptions } from './jwks.ts'
+export { SessionChecker, SessionCheckUnavailableError, type SessionCheckOptions, type SessionState } from './session.ts'
+export {
+  resolveResourceMetadata,
+  PROTECTED_RESOURCE_WELL_KNOWN,
+  type ResourceMetadata,
+  type ResourceMetadataOptions,
+} from './resource-metadata.ts'
+export { bearerChallenge } from './www-authenticate.ts'
+export type { AuthUser, AuthAssuranceLevel, AuthMethodReference } from './claims.ts'

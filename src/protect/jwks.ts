@@ -1,0 +1,87 @@
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  customFetch,
+  errors,
+  type FetchImplementation,
+  type JWSHeaderParameters,
+  type FlattenedJWSInput,
+  type JSONWebKeySet,
+} from 'jose'
+import { JwksUnavailableError } from './errors.ts'
+
+export type { FetchImplementation }
+export { JwksUnavailableError }
+
+export interface JwksOptions {
+  /** Where the key set is, e.g. `http://127.0.0.1:9999/.well-known/jwks.json`. */
+  url: URL
+  /** How long keys are used before the set is fetched again (default 10 minutes, what Supabase Auth's `Cache-Control` says). */
+  cacheMaxAgeMs?: number
+  /**
+   * Least time between two fetches caused by a token whose `kid` is not in the set (default 30 s):
+   * a rotated key is picked up on its first token, and a flood of made-up `kid`s costs one fetch per
+   * period, not one per request.
+   */
+  cooldownMs?: number
+  /** Longest wait for the key set (default 5 s). */
+  timeoutMs?: number
+  /** Fetch implementation (default: Node's fetch). */
+  fetch?: FetchImplementation
+}
+
+export type KeyResolver = ReturnType<typeof createLocalJWKSet>
+
+export interface Jwks {
+  /** For `jwtVerify`: the key a token's header names, fetching the set when needed. */
+  getKey: KeyResolver
+  /** The set last fetched, if any. */
+  current(): JSONWebKeySet | undefined
+}
+
+function isFetchFailure(err: unknown): boolean {
+  // jose's own errors about the set itself, and whatever fetch throws (TypeError, AbortError, ...).
+  if (err instanceof errors.JWKSTimeout || err instanceof errors.JWKSInvalid) return true
+  if (err instanceof errors.JOSEError) return err.code === 'ERR_JOSE_GENERIC'
+  return true
+}
+
+/**
+ * The backend's signing keys, through jose's remote key set (cache, refetch on an unknown `kid`
+ * after a cooldown, concurrent fetches shared). One addition: when a refetch fails but keys were
+ * fetched before, those keys keep being used (and no new fetch is tried within the cooldown), so
+ * a restarting backend does not turn every protected request into an error.
+ */
+export function createJwks(options: JwksOptions): Jwks {
+  const cooldownMs = options.cooldownMs ?? 30_000
+  const remote = createRemoteJWKSet(options.url, {
+    cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
+    cooldownDuration: cooldownMs,
+    timeoutDuration: options.timeoutMs ?? 5_000,
+    ...(options.fetch ? { [customFetch]: options.fetch } : {}),
+  })
+  let stale: { jwks: JSONWebKeySet; resolver: KeyResolver } | undefined
+  let failedAt = -Infinity
+
+  const staleResolver = (): KeyResolver | undefined => {
+    const jwks = remote.jwks()
+    if (!jwks) return undefined
+    if (stale?.jwks !== jwks) stale = { jwks, resolver: createLocalJWKSet(jwks) }
+    return stale.resolver
+  }
+
+  const getKey = (async (header: JWSHeaderParameters, token: FlattenedJWSInput) => {
+    const fallback = staleResolver()
+    if (fallback && performance.now() - failedAt < cooldownMs) return fallback(header, token)
+    try {
+      return await remote(header, token)
+    } catch (err) {
+      if (!isFetchFailure(err)) throw err
+      failedAt = performance.now()
+      if (fallback) return fallback(header, token)
+      throw new JwksUnavailableError(err, err instanceof errors.JWKSTimeout)
+    }
+  }) as KeyResolver
+
+  return { getKey, current: () => remote.jwks() }
+}

@@ -1,0 +1,108 @@
+import { errors, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import { toAuthUser, type AuthUser } from './claims.ts'
+import { createJwks, type FetchImplementation, type Jwks } from './jwks.ts'
+import { JwksUnavailableError, TokenRejected } from './errors.ts'
+
+/** The asymmetric algorithms Supabase Auth signs with. */
+export const ASYMMETRIC_ALGORITHMS = ['ES256', 'ES512', 'RS256', 'RS512', 'EdDSA', 'Ed25519'] as const
+
+export interface VerifierOptions {
+  /**
+   * The `iss` every token must carry: Supabase Auth's `GOTRUE_JWT_ISSUER`, which behind authgate is
+   * the public URL plus the prefix (`https://api.example.com/auth`); on Supabase's platform
+   * `https://<ref>.supabase.co/auth/v1`.
+   */
+  issuer: string
+  /** The accepted `aud` values (default `authenticated`, Supabase Auth's `GOTRUE_JWT_AUD`). */
+  audience?: string | string[]
+  /** Where the signing keys are (default: `<backendUrl>/.well-known/jwks.json`). */
+  jwksUrl?: URL
+  /** Supabase Auth's own URL (not the public one); the key set and the session check use it. */
+  backendUrl?: URL
+  /** HS256 secret (`GOTRUE_JWT_SECRET`) for projects whose tokens are still signed with it. */
+  secret?: string
+  /** `false` verifies with the secret only and never fetches a key set. */
+  jwks?: boolean
+  /** Allowed clock skew for `exp`, `nbf` and `iat`, in seconds (default 5). */
+  clockToleranceSeconds?: number
+  jwksCacheMaxAgeMs?: number
+  jwksCooldownMs?: number
+  jwksTimeoutMs?: number
+  fetch?: FetchImplementation
+}
+
+export { JwksUnavailableError, TokenRejected }
+
+export interface TokenVerifier {
+  /** The typed claims of a valid token; throws `TokenRejected` or `JwksUnavailableError`. */
+  verify(token: string): Promise<AuthUser>
+  readonly issuer: string
+  readonly jwks: Jwks | undefined
+}
+
+function describe(err: unknown): string {
+  if (err instanceof errors.JWTExpired) return 'the access token has expired'
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    if (err.claim === 'iss') return 'the access token was issued by another issuer'
+    if (err.claim === 'aud') return 'the access token is for another audience'
+    if (err.claim === 'nbf') return 'the access token is not valid yet'
+    return `the access token's ${err.claim} claim is invalid`
+  }
+  if (err instanceof errors.JWSSignatureVerificationFailed) return 'the access token signature is invalid'
+  if (err instanceof errors.JWKSNoMatchingKey) return 'the access token is signed with an unknown key'
+  if (err instanceof errors.JOSEAlgNotAllowed) return 'the access token is signed with an algorithm not accepted here'
+  return 'the access token is malformed'
+}
+
+export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
+  if (!options.issuer) throw new TypeError('protect: `issuer` is required (Supabase Auth’s GOTRUE_JWT_ISSUER)')
+  const useJwks = options.jwks !== false
+  if (!useJwks && !options.secret) throw new TypeError('protect: with `jwks: false`, a `secret` is required')
+  let jwksUrl = options.jwksUrl
+  if (useJwks && !jwksUrl) {
+    if (!options.backendUrl) throw new TypeError('protect: give `backendUrl` or `jwksUrl` for the signing keys')
+    jwksUrl = new URL(options.backendUrl.href.replace(/\/+$/, '') + '/.well-known/jwks.json')
+  }
+  const jwks =
+    useJwks && jwksUrl
+      ? createJwks({
+          url: jwksUrl,
+          ...(options.jwksCacheMaxAgeMs !== undefined ? { cacheMaxAgeMs: options.jwksCacheMaxAgeMs } : {}),
+          ...(options.jwksCooldownMs !== undefined ? { cooldownMs: options.jwksCooldownMs } : {}),
+          ...(options.jwksTimeoutMs !== undefined ? { timeoutMs: options.jwksTimeoutMs } : {}),
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+        })
+      : undefined
+  const secret = options.secret ? new TextEncoder().encode(options.secret) : undefined
+  const algorithms: string[] = [...(jwks ? ASYMMETRIC_ALGORITHMS : []), ...(secret ? ['HS256'] : [])]
+
+  const getKey: JWTVerifyGetKey = (header, token) => {
+    // Only reached for an allowed algorithm: HS256 is allowed only when a secret is configured.
+    if (header.alg === 'HS256') return secret!
+    return jwks!.getKey(header, token)
+  }
+  const verifyOptions = {
+    issuer: options.issuer,
+    audience: options.audience ?? 'authenticated',
+    algorithms,
+    clockTolerance: options.clockToleranceSeconds ?? 5,
+    requiredClaims: ['exp', 'sub'],
+  }
+
+  return {
+    issuer: options.issuer,
+    jwks,
+    async verify(token) {
+      let payload
+      try {
+        ;({ payload } = await jwtVerify(token, getKey, verifyOptions))
+      } catch (err) {
+        if (err instanceof JwksUnavailableError) throw err
+        throw new TokenRejected(describe(err), { cause: err })
+      }
+      const user = toAuthUser(payload, token)
+      if (typeof user === 'string') throw new TokenRejected(user)
+      return user
+    },
+  }
+}

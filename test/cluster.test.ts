@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { request } from 'node:http'
+import { after, before, describe, it } from 'node:test'
+import { ConfigError } from '../src/config.ts'
+import { workerCount } from '../src/cluster.ts'
+import { startFakeBackend, type FakeBackend } from './support/fake-backend.ts'
+
+describe('AUTHGATE_WORKERS', () => {
+  it('defaults to 1, takes a count or auto', () => {
+    assert.equal(workerCount({}), 1)
+    assert.equal(workerCount({ AUTHGATE_WORKERS: '3' }), 3)
+    assert.ok(workerCount({ AUTHGATE_WORKERS: 'auto' }) >= 1)
+    for (const bad of ['0', '-1', 'two', '1.5', '1000'])
+      assert.throws(() => workerCount({ AUTHGATE_WORKERS: bad }), ConfigError, bad)
+  })
+})
+
+/** One request on its own connection, so that the cluster hands each to the next worker. */
+function get(port: number, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+describe('two workers', () => {
+  let backend: FakeBackend
+  before(async () => {
+    backend = await startFakeBackend()
+  })
+  after(() => backend.close())
+
+  it('share one rate-limit budget (the store the primary owns) and stop on SIGTERM', async () => {
+    const child = spawn(process.execPath, ['src/main.ts'], {
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        AUTHGATE_WORKERS: '2',
+        AUTHGATE_BACKEND_URL: backend.url,
+        AUTHGATE_LOG_LEVEL: 'info',
+        AUTHGATE_RATE_LIMITED_ROUTES: 'none',
+        AUTHGATE_RATE_LIMIT_ROUTES: 'GET /health=5/1m',
+        AUTHGATE_OPENAPI_PATH: 'off',
+        AUTHGATE_DOCS_PATH: 'off',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()))
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    try {
+      // Both workers listen on the one port the primary holds.
+      const deadline = Date.now() + 20_000
+      let port: number | undefined
+      while (Date.now() < deadline) {
+        const ports = [...out.matchAll(/Server listening at http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]))
+        if (ports.length >= 2) {
+          assert.equal(new Set(ports).size, 1)
+          port = ports[0]
+          break
+        }
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      assert.ok(port, `workers did not start:\n${out}`)
+
+      const statuses: number[] = []
+      for (let i = 0; i < 20; i++) statuses.push(await get(port, '/auth/health'))
+      assert.equal(statuses.filter((s) => s === 200).length, 5, String(statuses))
+      assert.equal(statuses.filter((s) => s === 429).length, 15, String(statuses))
+
+      // The requests were served by both workers, not one.
+      const pids = new Set<number>()
+      for (const line of out.split('\n')) {
+        if (!line.includes('"msg":"request"')) continue
+        pids.add((JSON.parse(line) as { pid: number }).pid)
+      }
+      assert.equal(pids.size, 2, out)
+    } finally {
+      child.kill('SIGTERM')
+    }
+    assert.equal(await exited, 0)
+  })
+})

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { test } from 'node:test'
+// @ts-expect-error plain JavaScript on purpose (it must run on old Node.js versions), no declarations
+import { MINIMUM, supported } from '../bin/node-version.js'
+
+const ROOT = new URL('../', import.meta.url)
+const pkg = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as {
+  engines: { node: string }
+  bin: Record<string, string>
+  scripts: Record<string, string>
+}
+
+test('the launcher accepts exactly the versions `engines` names', () => {
+  assert.deepEqual(MINIMUM, [22, 19])
+  assert.equal(pkg.engines.node, `>=${MINIMUM.join('.')}`)
+  for (const v of ['22.19.0', '22.20.1', '23.0.0', '24.21.0', 'v25.1.0']) assert.equal(supported(v), true, v)
+  for (const v of ['20.20.2', '22.18.0', '18.0.0', 'v21.7.3']) assert.equal(supported(v), false, v)
+  // undici, the dependency with the highest floor, agrees.
+  const undici = JSON.parse(readFileSync(new URL('node_modules/undici/package.json', ROOT), 'utf8')) as {
+    engines: { node: string }
+  }
+  assert.equal(undici.engines.node, '>=22.19.0')
+})
+
+test('`authgate --help` through the bin entry, and `npm start` execs node (signals reach the service)', () => {
+  assert.equal(pkg.bin.authgate, 'bin/authgate.js')
+  assert.match(pkg.scripts.start!, /^exec node bin\/authgate\.js$/)
+  const out = spawnSync(process.execPath, ['bin/authgate.js', '--help'], { cwd: ROOT, encoding: 'utf8' })
+  assert.equal(out.status, 0)
+  assert.match(out.stdout, /AUTHGATE_BACKEND_URL/)
+})
+
+/** Node.js binaries on this machine older than the minimum (the system one here is 20). */
+function oldNodes(): string[] {
+  let paths: string[]
+  try {
+    paths = execFileSync('which', ['-a', 'node'], { encoding: 'utf8' }).split('\n').filter(Boolean)
+  } catch {
+    return []
+  }
+  return paths.filter((p) => {
+    const v = spawnSync(p, ['--version'], { encoding: 'utf8' }).stdout.trim()
+    return v !== '' && !supported(v)
+  })
+}
+
+test('started on an unsupported Node.js, authgate says what it needs instead of a stack trace', () => {
+  for (const node of oldNodes()) {
+    const out = spawnSync(node, ['bin/authgate.js'], { cwd: ROOT, encoding: 'utf8', timeout: 10_000 })
+    assert.equal(out.status, 1, node)
+    assert.match(out.stderr, /^authgate: Node\.js 22\.19 or newer is required; this is v\d+/)
+    assert.doesNotMatch(out.stderr, /\n\s+at /, 'no stack trace')
+  }
+})
