@@ -79,6 +79,8 @@ const PORTS = {
   authgateClusterMemory: 19514,
   baseline: 19515,
   baselineMemory: 19516,
+  nodeFloor: 19517,
+  nodeFloorLimited: 19518,
 }
 
 // --- processes ---------------------------------------------------------------------------------
@@ -179,6 +181,8 @@ interface Peer {
   limitedPort?: number
   /** The backend itself: paths without the /auth prefix. */
   direct?: boolean
+  /** Left out of the memory table (the floor runs from TypeScript sources, whose stripping costs memory). */
+  noMemory?: boolean
   pid: () => number | undefined
   group: 'single' | 'all-cores' | 'limit'
 }
@@ -225,6 +229,23 @@ const limitedRedis = {
   AUTHGATE_REDIS_KEY_PREFIX: `bench:${process.pid}:`,
 }
 
+if (want('node')) {
+  // The runtime's floor: how fast Node.js relays and refuses with nothing of authgate's per-request work.
+  const f = start(process.execPath, [
+    join(ROOT, 'bench/peers/node-floor.ts'),
+    String(PORTS.nodeFloor),
+    String(PORTS.nodeFloorLimited),
+    String(PORTS.backend),
+  ])
+  peers.push({
+    name: 'node:http + undici (floor)',
+    port: PORTS.nodeFloor,
+    limitedPort: PORTS.nodeFloorLimited,
+    pid: () => f.pid,
+    group: 'limit',
+    noMemory: true,
+  })
+}
 if (want('authgate')) {
   const a = authgate(PORTS.authgate, unlimited)
   const m = authgate(PORTS.authgateMemory, {})
@@ -490,7 +511,7 @@ const cellFor = (c: Case, p: Peer) => {
 const memory = new Map<string, { idle: number; loaded?: number; idleConns?: number }>()
 for (const p of peers) {
   const pid = p.pid()
-  if (pid !== undefined && (p.port >= 0 || p.limitedPort)) memory.set(p.name, { idle: rssMb(pid) })
+  if (pid !== undefined && !p.noMemory && (p.port >= 0 || p.limitedPort)) memory.set(p.name, { idle: rssMb(pid) })
 }
 
 const cases = CASES.filter((c) => !ONLY || ONLY.includes(c.id))
