@@ -69,7 +69,13 @@ export async function startGateway(
   })
   await options.beforeListen?.(app)
   const observed = recordAnswers(app)
-  await app.listen({ port: options.port ?? 0, host: '127.0.0.1' })
+  try {
+    await app.listen({ port: options.port ?? 0, host: '127.0.0.1' })
+  } catch (error) {
+    // A port lost to a race (startStack tries another): nothing of this instance may stay open.
+    await app.close()
+    throw error
+  }
   const address = app.server.address()
   if (address === null || typeof address === 'string') throw new Error('authgate has no TCP address')
   const label = options.label ?? `authgate at ${options.prefix ?? '/auth'}`
