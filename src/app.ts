@@ -73,7 +73,7 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
     requestIdHeader: false,
     genReqId: requestIdGenerator(config.requestIdHeader, config.trustedProxies),
     // Malformed requests and slow clients: authgate's error body, `Connection: close`, a log line.
-    clientErrorHandler: createClientErrorHandler(),
+    clientErrorHandler: createClientErrorHandler(config.requestIdHeader),
     // The client IP the forwarder sends and the limiter keys on is Fastify's `request.ip`.
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     // Raw request targets stay raw: no slash merging, no trailing-slash aliasing of backend paths;

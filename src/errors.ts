@@ -50,6 +50,47 @@ export interface ErrorBody {
   current: { code: ErrorCode; message: string; [field: string]: unknown }
 }
 
+/**
+ * One of the gateway's own answers, as data: the code, and where it differs from the code's
+ * usual one, the status (Supabase Auth answers `validation_failed` with 422 in places), the
+ * message, extra body fields (`weak_password`) and extra headers (`WWW-Authenticate`, `Retry-After`).
+ */
+export interface ErrorSpec {
+  code: ErrorCode
+  status?: number
+  message?: string
+  fields?: Record<string, unknown>
+  headers?: Record<string, string>
+  /** false: no `x-sb-error-code` with the 2024-01-01 shape (Supabase Auth's weak-password body). */
+  codeHeaderInNewShape?: false
+}
+
+/** An answer in Supabase Auth's words (src/auth/backend-answers.ts): its status and message are always given. */
+export type BackendAnswer = ErrorSpec & { status: number; message: string }
+
+/**
+ * The one error type of the gateway's request path: thrown (or passed to `sendError`) and rendered
+ * by `errorResponse`, so every refusal carries the same body shape and headers.
+ */
+export class AuthgateError extends Error implements ErrorSpec {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly fields: Record<string, unknown> | undefined
+  readonly headers: Record<string, string> | undefined
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    options: Omit<ErrorSpec, 'code' | 'message'> & { cause?: unknown } = {},
+  ) {
+    super(message ?? ERRORS[code].message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'AuthgateError'
+    this.code = code
+    this.status = options.status ?? ERRORS[code].status
+    this.fields = options.fields
+    this.headers = options.headers
+  }
+}
+
 /** Builds the body in the shape the request negotiated (docs/decisions.md, D7). */
 export function errorBody(
   code: ErrorCode,
@@ -64,49 +105,51 @@ export function errorBody(
     : { code: extra?.status ?? ERRORS[code].status, error_code: code, msg, ...fields }
 }
 
-/**
- * An answer the gateway gives in Supabase Auth's words (src/auth/backend-answers.ts): its status
- * (which may differ from the code's usual one, e.g. `validation_failed` with 422), its message and
- * any extra fields (`weak_password`), in both body shapes.
- */
-export interface BackendAnswer {
-  code: ErrorCode
+/** The media type of the gateway's own answers. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
+export interface ErrorResponse {
   status: number
-  message: string
-  fields?: Record<string, unknown>
-  /** false: no `x-sb-error-code` with the 2024-01-01 shape (Supabase Auth's weak-password body). */
-  codeHeaderInNewShape?: false
+  /** Lower-case names; the configured request-id header is the caller's to add. */
+  headers: Record<string, string>
+  body: string
 }
 
 /**
- * Sends one of the gateway's own errors. Mirrors the backend: JSON body, `x-sb-error-code`, and
- * the echoed `X-Supabase-Api-Version` (supabase-js only reads `code` as the error code when it is present).
+ * The whole answer for one error, in the shape the request negotiated: status, JSON body,
+ * `x-sb-error-code` and the echoed `X-Supabase-Api-Version` as Supabase Auth sends them (supabase-js
+ * only reads `code` as the error code when the version header is present). Replies, the rate
+ * limiter's prebuilt 429 and the raw-socket writer all render through here.
+ */
+export function errorResponse(error: ErrorCode | ErrorSpec, newShape: boolean): ErrorResponse {
+  const spec: ErrorSpec = typeof error === 'string' ? { code: error } : error
+  const status = spec.status ?? ERRORS[spec.code].status
+  const headers: Record<string, string> = { 'content-type': JSON_CONTENT_TYPE }
+  if (!newShape || spec.codeHeaderInNewShape !== false) headers['x-sb-error-code'] = spec.code
+  if (newShape) headers['x-supabase-api-version'] = API_VERSION_2024
+  if (spec.headers) for (const [k, v] of Object.entries(spec.headers)) headers[k.toLowerCase()] = v
+  const extra = { status, ...(spec.fields ? { fields: spec.fields } : {}) }
+  const body = JSON.stringify(errorBody(spec.code, newShape, spec.message, extra))
+  return { status, headers, body }
+}
+
+/**
+ * Sends one of the gateway's own errors: a code (with an optional message and headers) or a whole
+ * `ErrorSpec` / `AuthgateError`.
  */
 export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
-  code: ErrorCode,
+  error: ErrorCode | ErrorSpec,
   message?: string,
   headers?: Record<string, string>,
 ): FastifyReply {
-  const newShape = wantsNewErrorShape(request.headers['x-supabase-api-version'])
-  reply.code(ERRORS[code].status)
-  reply.header('content-type', 'application/json; charset=utf-8')
-  reply.header('x-sb-error-code', code)
-  if (newShape) reply.header('x-supabase-api-version', API_VERSION_2024)
-  if (headers) for (const [k, v] of Object.entries(headers)) reply.header(k, v)
-  return reply.send(JSON.stringify(errorBody(code, newShape, message)))
-}
-
-/** Sends a backend-shaped answer, negotiated like every other error. */
-export function sendBackendAnswer(request: FastifyRequest, reply: FastifyReply, answer: BackendAnswer): FastifyReply {
-  const newShape = wantsNewErrorShape(request.headers['x-supabase-api-version'])
-  reply.code(answer.status)
-  reply.header('content-type', 'application/json; charset=utf-8')
-  if (!newShape || answer.codeHeaderInNewShape !== false) reply.header('x-sb-error-code', answer.code)
-  if (newShape) reply.header('x-supabase-api-version', API_VERSION_2024)
-  const extra = { status: answer.status, ...(answer.fields ? { fields: answer.fields } : {}) }
-  return reply.send(JSON.stringify(errorBody(answer.code, newShape, answer.message, extra)))
+  const spec: ErrorSpec =
+    typeof error === 'string'
+      ? { code: error, ...(message !== undefined ? { message } : {}), ...(headers ? { headers } : {}) }
+      : error
+  const answer = errorResponse(spec, wantsNewErrorShape(request.headers['x-supabase-api-version']))
+  return reply.code(answer.status).headers(answer.headers).send(answer.body)
 }
 
 /** JSON Schema of both error shapes, for the OpenAPI document. */

@@ -5,7 +5,7 @@ import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, unrouted } from './auth/mount.ts'
 import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, enabledRoutes, routeName } from './auth/routes.ts'
 import { loadCoreConfig, type CoreConfig } from './config.ts'
-import { codeForFastifyError, sendBackendAnswer, sendError } from './errors.ts'
+import { codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, loadRateLimitConfig, type RateLimitConfig, type RateLimiter } from './ratelimit/index.ts'
@@ -52,7 +52,7 @@ function authErrorHandler(err: FastifyError, request: FastifyRequest, reply: Fas
   const first = err.validation?.[0]
   if (route && first && err.validationContext === 'body') {
     const answer = backendAnswer(routeName(route), first as Parameters<typeof backendAnswer>[1], request.body)
-    if (answer) return sendBackendAnswer(request, reply, answer)
+    if (answer) return sendError(request, reply, answer)
   }
   const code = codeForFastifyError(err)
   if (code === 'unexpected_failure') request.log.error({ err }, 'unhandled error')

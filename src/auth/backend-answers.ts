@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv'
-import type { BackendAnswer } from '../errors.ts'
+import { ERRORS, type BackendAnswer } from '../errors.ts'
 
 /**
  * Backend-shaped answers: where Supabase Auth itself rejects a condition that the gateway's
@@ -23,8 +23,8 @@ export interface AnswerRule {
 const fixed = (answer: BackendAnswer) => ({ answers: [answer] })
 
 // Supabase Auth's minimum password length cannot be configured below 6, so any shorter password
-// is too short for every deployment. Longer minimums and character rules are the backend's to apply.
-const MIN_PASSWORD = 6
+// is too short for every deployment (the schemas' `minLength: 6`; the words are ERRORS.weak_password).
+// Longer minimums and character rules are the backend's to apply.
 const signupNeedsPassword: BackendAnswer = {
   code: 'validation_failed',
   status: 400,
@@ -33,7 +33,7 @@ const signupNeedsPassword: BackendAnswer = {
 const weakPassword: BackendAnswer = {
   code: 'weak_password',
   status: 422,
-  message: `Password should be at least ${MIN_PASSWORD} characters.`,
+  message: ERRORS.weak_password.message,
   fields: { weak_password: { reasons: ['length'] } },
   // Supabase Auth sends no x-sb-error-code with the 2024-01-01 weak-password body.
   codeHeaderInNewShape: false,

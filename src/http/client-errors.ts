@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { API_VERSION_2024, ERRORS, errorBody, wantsNewErrorShape, type ErrorCode } from '../errors.ts'
+import { ERRORS, errorResponse, wantsNewErrorShape, type ErrorCode } from '../errors.ts'
 import { throttle } from '../observability/log-throttle.ts'
 import { redactUrl } from '../observability/redact.ts'
 import { newRequestId, requestIdOf } from '../observability/request-id.ts'
@@ -19,22 +19,26 @@ export function codeForClientError(err: ConnectionError): ErrorCode {
 
 /**
  * The whole answer, written on the socket: there is no Fastify reply for a request Node.js could not
- * parse or that timed out. Same body, `x-sb-error-code` and shape negotiation as `sendError`, and
+ * parse or that timed out. Rendered by the one error writer (same body, headers and shape
+ * negotiation as every other answer), with the request id in the configured header, and
  * `Connection: close`, since the connection is closed after it.
  */
-export function rawErrorResponse(code: ErrorCode, requestId: string, newShape: boolean, message?: string): string {
-  const { status } = ERRORS[code]
-  const body = JSON.stringify(errorBody(code, newShape, message))
+export function rawErrorResponse(
+  code: ErrorCode,
+  requestId: { header: string; value: string },
+  newShape: boolean,
+  message?: string,
+): string {
+  const answer = errorResponse(message === undefined ? code : { code, message }, newShape)
+  let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n`
+  for (const [name, value] of Object.entries(answer.headers)) head += `${name}: ${value}\r\n`
   return (
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
-    'Content-Type: application/json; charset=utf-8\r\n' +
-    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-    `x-sb-error-code: ${code}\r\n` +
-    (newShape ? `X-Supabase-Api-Version: ${API_VERSION_2024}\r\n` : '') +
-    `X-Request-Id: ${requestId}\r\n` +
-    'Connection: close\r\n' +
+    head +
+    `content-length: ${Buffer.byteLength(answer.body)}\r\n` +
+    `${requestId.header}: ${requestId.value}\r\n` +
+    'connection: close\r\n' +
     '\r\n' +
-    body
+    answer.body
   )
 }
 
@@ -44,7 +48,7 @@ export function rawErrorResponse(code: ErrorCode, requestId: string, newShape: b
  * request's method, URL (secrets redacted) and id when its head had been read. The same error from
  * many clients (a scanner, a broken proxy) is logged once per 10 s with a count.
  */
-export function createClientErrorHandler() {
+export function createClientErrorHandler(requestIdHeader: string) {
   const logThrottle = throttle(10_000)
   // Fastify calls it with the instance as `this`.
   return function clientErrorHandler(this: unknown, err: ConnectionError, socket: Socket): void {
@@ -87,7 +91,7 @@ export function createClientErrorHandler() {
 
     if (socket.writable && (res === undefined || !res.headersSent)) {
       const newShape = wantsNewErrorShape(req?.headers['x-supabase-api-version'])
-      socket.end(rawErrorResponse(code, requestId, newShape, message))
+      socket.end(rawErrorResponse(code, { header: requestIdHeader, value: requestId }, newShape, message))
       // The client may keep sending; the connection is done either way.
       setTimeout(() => socket.destroy(), 1000).unref()
     } else {

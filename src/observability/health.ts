@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Client } from 'undici'
 import type { RateLimiter } from '../ratelimit/index.ts'
-import { RedisStore } from '../ratelimit/redis-store.ts'
 
 export interface ReadinessOptions {
   backendUrl: URL
@@ -62,8 +61,9 @@ export class Readiness {
     const checks: ReadinessReport['checks'] = { backend: backendUp ? 'up' : 'down' }
     let redisUp = true
     const store = this.#options.rateLimiter?.store
-    if (store instanceof RedisStore) {
-      redisUp = store.client.status === 'ready'
+    const status = store?.status?.()
+    if (status !== undefined) {
+      redisUp = status === 'up'
       checks.redis = redisUp ? 'up' : 'down'
     }
     return { ready: backendUp && redisUp && !this.#draining, checks }

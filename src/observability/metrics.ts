@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { RateLimiter } from '../ratelimit/index.ts'
-import { RedisStore } from '../ratelimit/redis-store.ts'
 import { createServer } from 'node:http'
 import type { BackendExchange } from './backend-timing.ts'
 
@@ -82,13 +81,14 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
       },
     })
     const store = limiter.store
-    if (store instanceof RedisStore) {
+    const status = store.status?.bind(store)
+    if (status) {
       new Gauge({
         name: 'authgate_redis_up',
         help: '1 while the rate-limit Redis connection is ready, else 0',
         registers: [registry],
         collect() {
-          this.set(store.client.status === 'ready' ? 1 : 0)
+          this.set(status() === 'up' ? 1 : 0)
         },
       })
     }

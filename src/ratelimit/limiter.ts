@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
-import { API_VERSION_2024, errorBody, sendError, wantsNewErrorShape } from '../errors.ts'
+import { errorResponse, sendError, wantsNewErrorShape } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import { clientKey } from './client-key.ts'
 import type { RateLimitConfig } from './config.ts'
@@ -46,11 +46,12 @@ type Logger = Pick<FastifyBaseLogger, 'warn' | 'info'>
 
 const UNAVAILABLE_MESSAGE = 'Rate limiting is temporarily unavailable; try again shortly'
 
-// The 429 a client over its limit gets, built once: the flood an attacker sends should cost no
-// more than the decision and one write. Same bytes and headers as sendError would produce.
-const DENIED_LEGACY = Buffer.from(JSON.stringify(errorBody('over_request_rate_limit', false)))
-const DENIED_CURRENT = Buffer.from(JSON.stringify(errorBody('over_request_rate_limit', true)))
-const JSON_TYPE = 'application/json; charset=utf-8'
+// The 429 a client over its limit gets, rendered once by the one error writer: the flood an
+// attacker sends should cost no more than the decision and one write.
+const DENIED_LEGACY = errorResponse('over_request_rate_limit', false)
+const DENIED_CURRENT = errorResponse('over_request_rate_limit', true)
+const DENIED_LEGACY_BODY = Buffer.from(DENIED_LEGACY.body)
+const DENIED_CURRENT_BODY = Buffer.from(DENIED_CURRENT.body)
 
 /**
  * Bucket name for a route template. Keys are (template, client), not (method, template): routes
@@ -76,12 +77,11 @@ export function createRateLimiter(
       degraded = true
       warn(err, 'rate-limit store connection error')
     })
-  if (store instanceof RedisStore) {
-    store.client.on('ready', () => {
-      if (degraded) logger.info('rate-limit store reachable again; limiting resumed')
-      degraded = false
-    })
-  }
+  store.onStatusChange?.((status) => {
+    if (status !== 'up') return
+    if (degraded) logger.info('rate-limit store reachable again; limiting resumed')
+    degraded = false
+  })
   const closed = config.onRedisError === 'closed'
 
   function hookFor(method: string, template: string): RateLimitHook | undefined {
@@ -94,27 +94,13 @@ export function createRateLimiter(
     const deny = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => {
       counters.denied++
       const current = wantsNewErrorShape(request.headers['x-supabase-api-version'])
-      const retryAfter = String(retryAfterSeconds(decision))
-      const headers: Record<string, string> = current
-        ? {
-            'content-type': JSON_TYPE,
-            'x-sb-error-code': 'over_request_rate_limit',
-            'x-supabase-api-version': API_VERSION_2024,
-            'RateLimit-Policy': policyValue,
-            RateLimit: rateLimitHeader(policy, decision),
-            'Retry-After': retryAfter,
-          }
-        : {
-            'content-type': JSON_TYPE,
-            'x-sb-error-code': 'over_request_rate_limit',
-            'RateLimit-Policy': policyValue,
-            RateLimit: rateLimitHeader(policy, decision),
-            'Retry-After': retryAfter,
-          }
       return reply
         .code(429)
-        .headers(headers)
-        .send(current ? DENIED_CURRENT : DENIED_LEGACY)
+        .headers((current ? DENIED_CURRENT : DENIED_LEGACY).headers)
+        .header('RateLimit-Policy', policyValue)
+        .header('RateLimit', rateLimitHeader(policy, decision))
+        .header('Retry-After', String(retryAfterSeconds(decision)))
+        .send(current ? DENIED_CURRENT_BODY : DENIED_LEGACY_BODY)
     }
     const allow = (reply: FastifyReply, decision: Decision) => {
       counters.allowed++
@@ -140,12 +126,12 @@ export function createRateLimiter(
       return sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
     }
 
-    // The memory store decides synchronously: no promise to wait on between the decision and the answer.
-    if (store instanceof MemoryStore) {
-      const memory = store
+    // A store that decides synchronously: no promise to wait on between the decision and the answer.
+    const takeSync = store.takeSync?.bind(store)
+    if (takeSync) {
       return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
         // The same derived client IP the forwarder sends to the backend.
-        const decision = memory.takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
+        const decision = takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
         return decision.allowed ? allow(reply, decision) : deny(request, reply, decision)
       }
     }

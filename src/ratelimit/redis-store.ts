@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis'
 import type { RedisSettings } from './config.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
 import { GCRA_SCRIPT, GCRA_SCRIPT_SHA } from './redis-script.ts'
-import type { Decision, RateLimitStore } from './store.ts'
+import type { Decision, RateLimitStore, StoreStatus } from './store.ts'
 
 // ioredis and its dependencies are about 25 MB of resident memory: loaded only when a Redis store
 // is actually configured, not by every process that imports the limiter.
@@ -63,6 +63,15 @@ export class RedisStore implements RateLimitStore {
       const timer = setTimeout(() => finish(false), timeoutMs)
       this.client.on('ready', onReady)
     })
+  }
+
+  status(): StoreStatus {
+    return this.client.status === 'ready' ? 'up' : 'down'
+  }
+
+  onStatusChange(listener: (status: StoreStatus) => void): void {
+    this.client.on('ready', () => listener('up'))
+    this.client.on('close', () => listener('down'))
   }
 
   async take(key: string, policy: RateLimitPolicy): Promise<Decision> {

@@ -1,5 +1,7 @@
 import type { RateLimitPolicy } from './policy.ts'
 
+export type StoreStatus = 'up' | 'down'
+
 /** One rate-limit decision; every time is in milliseconds from the moment of the decision. */
 export interface Decision {
   allowed: boolean
@@ -17,6 +19,18 @@ export interface Decision {
  */
 export interface RateLimitStore {
   take(key: string, policy: RateLimitPolicy): Promise<Decision>
+  /**
+   * The same decision made synchronously, offered by stores that hold their state in the process:
+   * the limiter then has no promise to wait on between the decision and the answer.
+   */
+  takeSync?(key: string, policy: RateLimitPolicy): Decision
+  /**
+   * Whether the store can decide right now, for readiness and metrics; absent for stores that
+   * cannot become unavailable (memory).
+   */
+  status?(): StoreStatus
+  /** Registers a listener for changes of `status()` (a lost or regained Redis connection). */
+  onStatusChange?(listener: (status: StoreStatus) => void): void
   /** Waits (at most `timeoutMs`) until the store can decide; true when it can. */
   ready?(timeoutMs: number): Promise<boolean>
   close(): Promise<void>

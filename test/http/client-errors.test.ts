@@ -143,3 +143,26 @@ describe('slow and malformed clients', () => {
     assert.equal(after - before, 0)
   })
 })
+
+describe('the configured request-id header on answers written to the socket', () => {
+  it('a malformed request is answered with the same id header as every other answer', async () => {
+    const backend = await startFakeBackend()
+    const app = await buildApp({
+      rateLimit: false,
+      config: { backendUrl: parseBackendUrl('test', backend.url), requestIdHeader: 'x-correlation-id' },
+    })
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const port = (app.server.address() as { port: number }).port
+      const normal = await app.inject({ method: 'GET', url: '/livez' })
+      assert.match(String(normal.headers['x-correlation-id']), /^[0-9a-f-]{36}$/)
+      const res = splitResponse(await rawExchange(port, 'GET /a b c HTTP/1.1\r\n\r\n'))
+      assert.equal(res.statusLine, 'HTTP/1.1 400 Bad Request')
+      assert.match(header(res.headerLines, 'x-correlation-id') ?? '', /^[0-9a-f-]{36}$/)
+      assert.equal(header(res.headerLines, 'x-request-id'), undefined)
+    } finally {
+      await app.close()
+      await backend.close()
+    }
+  })
+})
