@@ -108,6 +108,9 @@ export class ResponseCache {
       return undefined
     }
     for (const [name, value] of entry.vary) if (headerValue(headers, name) !== value) return undefined
+    // A Map iterates in insertion order: re-inserting on a hit keeps the least recently used first.
+    this.#entries.delete(key)
+    this.#entries.set(key, entry)
     return entry
   }
 

@@ -42,6 +42,16 @@ describe('ResponseCache', () => {
     cache.store('big', 200, [], Buffer.from('12345'), {})
     assert.equal(cache.get('big', {}), undefined)
   })
+  it('drops the least recently used entry first: a read counts as a use', () => {
+    const cache = new ResponseCache({ defaultTtlMs: 1000, maxEntries: 2 })
+    cache.store('a', 200, [], Buffer.from('x'), {})
+    cache.store('b', 200, [], Buffer.from('x'), {})
+    assert.ok(cache.get('a', {}))
+    cache.store('c', 200, [], Buffer.from('x'), {})
+    assert.ok(cache.get('a', {}), 'a was read after b was stored, so b goes first')
+    assert.equal(cache.get('b', {}), undefined)
+    assert.ok(cache.get('c', {}))
+  })
   it('a zero default TTL stores only what the backend marks fresh', () => {
     const cache = new ResponseCache({ defaultTtlMs: 0 })
     cache.store('a', 200, [], Buffer.from('x'), {})
