@@ -190,6 +190,19 @@ test('authgate is declared as a named Fastify 5 plugin and refuses a second regi
   const meta = (authgate as unknown as Record<symbol, { name: string; fastify: string }>)[Symbol.for('plugin-meta')]
   assert.equal(meta?.name, 'authgate')
   assert.equal(meta?.fastify, '5.x')
+  const app = Fastify()
+  try {
+    await app.register(authgate, { rateLimit: false })
+    await assert.rejects(
+      async () => {
+        await app.register(authgate, { rateLimit: false })
+        await app.ready()
+      },
+      (err: Error & { code?: string }) => err.code === 'FST_ERR_DEC_ALREADY_PRESENT' && /authgate/.test(err.message),
+    )
+  } finally {
+    await app.close()
+  }
 })
 
 test('buildOpenApiDocument splits in-tagged fields of entries built by hand the same way', () => {

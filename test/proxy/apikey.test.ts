@@ -11,6 +11,7 @@ test('AUTHGATE_BACKEND_APIKEY is sent as the one apikey on every backend request
       url: '/auth/user',
       headers: { apikey: 'from-the-browser', authorization: 'Bearer t' },
     })
+    assert.equal(h.backend.requests.length, 2, 'both requests reached the backend')
     for (const r of h.backend.requests) {
       const values = r.rawHeaders.filter((_, i, all) => i % 2 === 1 && all[i - 1]!.toLowerCase() === 'apikey')
       assert.deepEqual(values, ['sb_publishable_project'])
