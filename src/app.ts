@@ -6,7 +6,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify'
 import type { Registry } from 'prom-client'
-import { ConfigError, type CoreConfig } from './config.ts'
+import { AuthgateConfigError, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
 import { codeForFastifyError, sendError } from './errors.ts'
 import { createClientErrorHandler } from './http/client-errors.ts'
 import { timeoutOptions } from './http/timeouts.ts'
@@ -17,10 +17,15 @@ import { createMetrics, metricsHandler, startMetricsServer } from './observabili
 import { requestIdGenerator } from './observability/request-id.ts'
 import { registerRequestLog } from './observability/request-log.ts'
 import { createRegistry, registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './openapi/index.ts'
-import { authgate, resolveConfig, type AuthgatePluginOptions } from './plugin.ts'
+import { authgate, type AuthgatePluginOptions } from './plugin.ts'
 import type { ProtectOptions } from './protect/index.ts'
 
-export interface AuthgateOptions extends AuthgatePluginOptions {
+export interface AuthgateOptions extends Omit<AuthgatePluginOptions, 'config'> {
+  /**
+   * Every core option (the service's as well as the plugin's); anything left out takes the
+   * documented default. Checked as the environment's values are.
+   */
+  config?: CoreConfigInput
   /** `false` for silence, `true` for pino at info, or pino options. */
   logger?: boolean | Record<string, unknown>
   /** Extra Fastify server options (authgate's own take precedence where they conflict). */
@@ -88,7 +93,7 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
 /** A GET route at `path`, or a configuration error naming `variable` when something is there already. */
 function claimPath(app: FastifyInstance, variable: string, path: string): void {
   if (app.hasRoute({ method: 'GET', url: path }))
-    throw new ConfigError(variable, `${path} is already a route (an auth route or another setting's path)`)
+    throw new AuthgateConfigError(variable, `${path} is already a route (an auth route or another setting's path)`)
 }
 
 /**
@@ -102,8 +107,12 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   // First, so that it hears every route: the auth routes, the docs' own, and the application's,
   // including those registered after the docs.
   const registry = options.openapi?.registry ?? createRegistry(app)
-  await app.register(authgate, { config, ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}) })
-  const { forwarder, rateLimiter } = app.authgate
+  await app.register(authgate, {
+    config,
+    ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
+    ...(options.rateLimitStore !== undefined ? { rateLimitStore: options.rateLimitStore } : {}),
+  })
+  const { backend, forwarder, rateLimiter } = app.authgate
   // Every answer names its request id, so a client's report can be matched to the log line.
   const idHeader = config.requestIdHeader
   app.addHook('onRequest', async (request, reply) => {
@@ -111,8 +120,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   })
 
   const quiet = new Set<string>()
-  const readiness = new Readiness({ backendUrl: config.backendUrl, apiKey: config.backendApiKey, rateLimiter })
-  app.addHook('onClose', () => readiness.close())
+  const readiness = new Readiness({ backend, rateLimiter })
   const hidden = { schema: { hide: true } }
   if (config.livenessPath !== false) {
     claimPath(app, 'AUTHGATE_LIVENESS_PATH', config.livenessPath)
@@ -156,7 +164,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   if (options.protect) {
     // Loaded on demand: the JOSE library is only needed where tokens are verified.
     const { authgateProtect } = await import('./protect/index.ts')
-    await app.register(authgateProtect, { backendUrl: config.backendUrl, ...options.protect })
+    await app.register(authgateProtect, { backend, ...options.protect })
   }
   registerDocs(app, registry, options.openapi)
   return app

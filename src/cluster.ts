@@ -1,6 +1,4 @@
 import cluster, { type Worker } from 'node:cluster'
-import { availableParallelism } from 'node:os'
-import { ConfigError } from './config.ts'
 import { MemoryStore } from './ratelimit/memory-store.ts'
 import type { RateLimitPolicy } from './ratelimit/policy.ts'
 import type { Decision, RateLimitStore } from './ratelimit/store.ts'
@@ -16,18 +14,6 @@ import type { Decision, RateLimitStore } from './ratelimit/store.ts'
  * its connections land on, with no extra service to run. The primary does nothing else, so it has
  * the time; decisions are batched per event-loop turn to keep the message count down.
  */
-
-type Env = Record<string, string | undefined>
-
-/** AUTHGATE_WORKERS: a count, or `auto` for one per core. Default 1 (no cluster). */
-export function workerCount(env: Env = process.env): number {
-  const raw = env.AUTHGATE_WORKERS?.trim()
-  if (raw === undefined || raw === '') return 1
-  if (raw === 'auto') return availableParallelism()
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 256)
-    throw new ConfigError('AUTHGATE_WORKERS', `expected a count from 1 to 256 or "auto", got ${JSON.stringify(raw)}`)
-  return Number(raw)
-}
 
 interface TakeRequest {
   id: number

@@ -5,11 +5,12 @@ import { OPTIONAL_GROUPS, type OptionalGroup } from './auth/groups.ts'
  * a bad value stops the service with a message that names the variable. The variable names are the
  * public interface; `src/config/schema.ts` lists them with their defaults (README table, `--help`).
  */
-import { ConfigError, envValue, parseIntIn, type Env } from './config/env.ts'
+import { AuthgateConfigError, envValue, OFF_WORDS, parseIntIn, type Env } from './config/env.ts'
 import { settingValue, unknownVariables } from './config/schema.ts'
 import { parseServePath } from './openapi/config.ts'
+import { normaliseBackendUrl } from './core/backend.ts'
 
-export { ConfigError, parseIntIn, type Env }
+export { AuthgateConfigError, parseIntIn, type Env }
 
 export interface CoreConfig {
   port: number
@@ -68,10 +69,11 @@ const UNITS: Record<string, number> = {
 
 export function parseSize(variable: string, raw: string): number {
   const m = SIZE.exec(raw.trim())
-  if (!m) throw new ConfigError(variable, `expected a size like 1048576, 512kb or 1mib, got ${JSON.stringify(raw)}`)
+  if (!m)
+    throw new AuthgateConfigError(variable, `expected a size like 1048576, 512kb or 1mib, got ${JSON.stringify(raw)}`)
   const n = Number(m[1]) * UNITS[(m[2] ?? 'b').toLowerCase()]!
   if (!Number.isSafeInteger(n) || n <= 0)
-    throw new ConfigError(variable, `must be a positive size, got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(variable, `must be a positive size, got ${JSON.stringify(raw)}`)
   return n
 }
 
@@ -87,38 +89,36 @@ const MAX_DURATION_MS = 2 ** 31 - 1
 export function parseDuration(variable: string, raw: string, options: { allowZero?: boolean } = {}): number {
   const v = raw.trim()
   if (/^\d+(\.\d+)?$/.test(v))
-    throw new ConfigError(variable, `needs a unit (ms, s, m or h), e.g. ${v}s or ${v}ms; got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(
+      variable,
+      `needs a unit (ms, s, m or h), e.g. ${v}s or ${v}ms; got ${JSON.stringify(raw)}`,
+    )
   const m = DURATION.exec(v)
-  if (!m) throw new ConfigError(variable, `expected a duration like 10s, 500ms or 5m, got ${JSON.stringify(raw)}`)
+  if (!m)
+    throw new AuthgateConfigError(variable, `expected a duration like 10s, 500ms or 5m, got ${JSON.stringify(raw)}`)
   const ms = Math.round(Number(m[1]) * DURATION_MS[m[2]!]!)
   if (!Number.isFinite(ms) || ms < 0 || (ms === 0 && !options.allowZero))
-    throw new ConfigError(variable, `must be a positive duration, got ${JSON.stringify(raw)}`)
-  if (ms > MAX_DURATION_MS) throw new ConfigError(variable, `must be at most 24 days, got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(variable, `must be a positive duration, got ${JSON.stringify(raw)}`)
+  if (ms > MAX_DURATION_MS)
+    throw new AuthgateConfigError(variable, `must be at most 24 days, got ${JSON.stringify(raw)}`)
   return ms
 }
 
-export function parseBackendUrl(variable: string, raw: string): URL {
-  let url: URL
-  try {
-    url = new URL(raw.trim())
-  } catch {
-    throw new ConfigError(variable, `not a valid URL: ${JSON.stringify(raw)}`)
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new ConfigError(variable, `must be http or https, got ${url.protocol}`)
-  if (url.search || url.hash) throw new ConfigError(variable, 'must not carry a query or fragment')
-  if (url.username || url.password) throw new ConfigError(variable, 'must not carry credentials')
-  url.pathname = url.pathname.replace(/\/+$/, '')
-  return url
+/** The backend base URL, normalised once for every caller (src/core/backend.ts). */
+export function parseBackendUrl(variable: string, raw: string | URL): URL {
+  return normaliseBackendUrl(variable, raw)
 }
 
 export function parsePrefix(variable: string, raw: string): string {
   const p = raw.trim()
   if (p === '' || p === '/') return ''
-  if (!p.startsWith('/')) throw new ConfigError(variable, `must start with "/", got ${JSON.stringify(raw)}`)
+  if (!p.startsWith('/')) throw new AuthgateConfigError(variable, `must start with "/", got ${JSON.stringify(raw)}`)
   const trimmed = p.replace(/\/+$/, '')
   if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(trimmed))
-    throw new ConfigError(variable, `must be plain path segments like /auth or /auth/v1, got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(
+      variable,
+      `must be plain path segments like /auth or /auth/v1, got ${JSON.stringify(raw)}`,
+    )
   return trimmed
 }
 
@@ -139,14 +139,9 @@ export function parseCidrList(variable: string, raw: string): string[] {
         : addr.includes(':') &&
           /^[0-9a-fA-F:.]+$/.test(addr) &&
           (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= 128)))
-    if (!ok) throw new ConfigError(variable, `not an IP address or CIDR range: ${JSON.stringify(item)}`)
+    if (!ok) throw new AuthgateConfigError(variable, `not an IP address or CIDR range: ${JSON.stringify(item)}`)
   }
   return items
-}
-
-function parseCacheTtl(raw: string | undefined): number {
-  if (raw === undefined || raw.trim() === '0' || raw.trim() === 'off') return 0
-  return parseDuration('AUTHGATE_CACHE_TTL', raw)
 }
 
 /** `sso, MFA` → `['sso', 'mfa']`; an unknown name or `core` stops start-up. */
@@ -156,9 +151,12 @@ export function parseDisabledGroups(variable: string, raw: string): OptionalGrou
     .split(',')
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean)) {
-    if (item === 'core') throw new ConfigError(variable, 'the core group cannot be disabled')
+    if (item === 'core') throw new AuthgateConfigError(variable, 'the core group cannot be disabled')
     if (!(OPTIONAL_GROUPS as string[]).includes(item))
-      throw new ConfigError(variable, `unknown group ${JSON.stringify(item)} (known: ${OPTIONAL_GROUPS.join(', ')})`)
+      throw new AuthgateConfigError(
+        variable,
+        `unknown group ${JSON.stringify(item)} (known: ${OPTIONAL_GROUPS.join(', ')})`,
+      )
     if (!out.includes(item as OptionalGroup)) out.push(item as OptionalGroup)
   }
   return out
@@ -173,7 +171,7 @@ export function parseOrigins(variable: string, raw: string): string[] {
     .map((s) => s.trim())
     .filter(Boolean)
   if (items.includes('*')) {
-    if (items.length > 1) throw new ConfigError(variable, '`*` cannot be combined with other origins')
+    if (items.length > 1) throw new AuthgateConfigError(variable, '`*` cannot be combined with other origins')
     return ['*']
   }
   return items.map((item) => {
@@ -181,10 +179,13 @@ export function parseOrigins(variable: string, raw: string): string[] {
     try {
       url = new URL(item)
     } catch {
-      throw new ConfigError(variable, `not an origin: ${JSON.stringify(item)} (expected e.g. https://app.example.com)`)
+      throw new AuthgateConfigError(
+        variable,
+        `not an origin: ${JSON.stringify(item)} (expected e.g. https://app.example.com)`,
+      )
     }
     if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== item.replace(/\/$/, ''))
-      throw new ConfigError(
+      throw new AuthgateConfigError(
         variable,
         `not an origin: ${JSON.stringify(item)} (scheme, host and port only, e.g. https://app.example.com)`,
       )
@@ -195,14 +196,260 @@ export function parseOrigins(variable: string, raw: string): string[] {
 /** A header field name (RFC 9110 token), lower-cased. */
 function parseHeaderName(variable: string, raw: string): string {
   if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(raw))
-    throw new ConfigError(variable, `not a header name: ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(variable, `not a header name: ${JSON.stringify(raw)}`)
   return raw.toLowerCase()
 }
 
-const DISABLED = new Set(['off', 'false', 'none', 'disabled'])
-
 function servePathOrOff(variable: string, raw: string): string | false {
-  return DISABLED.has(raw.toLowerCase()) ? false : parseServePath(variable, raw)
+  return OFF_WORDS.has(raw.toLowerCase()) ? false : parseServePath(variable, raw)
+}
+
+/** The environment variable of each core option, so that an error names what the user set. */
+const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
+  port: 'PORT',
+  host: 'HOST',
+  backendUrl: 'AUTHGATE_BACKEND_URL',
+  prefix: 'AUTHGATE_PREFIX',
+  bodyLimit: 'AUTHGATE_BODY_LIMIT',
+  backendTimeoutMs: 'AUTHGATE_BACKEND_TIMEOUT',
+  trustedProxies: 'AUTHGATE_TRUSTED_PROXIES',
+  logLevel: 'AUTHGATE_LOG_LEVEL',
+  backendConnections: 'AUTHGATE_BACKEND_CONNECTIONS',
+  cacheTtlMs: 'AUTHGATE_CACHE_TTL',
+  disabledGroups: 'AUTHGATE_DISABLED_GROUPS',
+  backendApiKey: 'AUTHGATE_BACKEND_APIKEY',
+  backendConnectTimeoutMs: 'AUTHGATE_BACKEND_CONNECT_TIMEOUT',
+  corsOrigins: 'AUTHGATE_CORS_ORIGINS',
+  maxHeaderSize: 'AUTHGATE_MAX_HEADER_SIZE',
+  headerTimeoutMs: 'AUTHGATE_HEADER_TIMEOUT',
+  requestTimeoutMs: 'AUTHGATE_REQUEST_TIMEOUT',
+  keepAliveTimeoutMs: 'AUTHGATE_KEEP_ALIVE_TIMEOUT',
+  maxRequestsPerSocket: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET',
+  requestIdHeader: 'AUTHGATE_REQUEST_ID_HEADER',
+  metricsPath: 'AUTHGATE_METRICS_PATH',
+  metricsPort: 'AUTHGATE_METRICS_PORT',
+  livenessPath: 'AUTHGATE_LIVENESS_PATH',
+  readinessPath: 'AUTHGATE_READINESS_PATH',
+  shutdownTimeoutMs: 'AUTHGATE_SHUTDOWN_TIMEOUT',
+  shutdownDelayMs: 'AUTHGATE_SHUTDOWN_DELAY',
+}
+
+/** What code may pass: any core option, the backend URL also as a string. */
+export type CoreConfigInput = Partial<Omit<CoreConfig, 'backendUrl'>> & { backendUrl?: URL | string }
+
+/** The options given in the environment, parsed from their text; absent ones are left out. */
+function fromEnv(env: Env): CoreConfigInput {
+  const out: CoreConfigInput = {}
+  const get = (key: keyof CoreConfig) => envValue(env, ENV_NAMES[key])
+  const each = <K extends keyof CoreConfig>(key: K, parse: (variable: string, raw: string) => CoreConfigInput[K]) => {
+    const raw = get(key)
+    if (raw !== undefined) out[key] = parse(ENV_NAMES[key], raw)
+  }
+  const duration = (variable: string, raw: string) => parseDuration(variable, raw)
+  const durationOrZero = (variable: string, raw: string) => parseDuration(variable, raw, { allowZero: true })
+  const int = (min: number, max: number) => (variable: string, raw: string) => parseIntIn(variable, raw, min, max)
+  const pathOrOff = (variable: string, raw: string) => servePathOrOff(variable, raw)
+  each('port', int(0, 65535))
+  each('host', (_, raw) => raw)
+  each('backendUrl', parseBackendUrl)
+  // An empty AUTHGATE_PREFIX means no prefix, not the default.
+  if (env.AUTHGATE_PREFIX !== undefined) out.prefix = parsePrefix('AUTHGATE_PREFIX', env.AUTHGATE_PREFIX)
+  each('bodyLimit', parseSize)
+  each('backendTimeoutMs', duration)
+  each('trustedProxies', parseCidrList)
+  each('logLevel', (_, raw) => raw)
+  each('backendConnections', int(1, 65535))
+  each('cacheTtlMs', (variable, raw) => (raw === '0' || raw.toLowerCase() === 'off' ? 0 : parseDuration(variable, raw)))
+  each('disabledGroups', parseDisabledGroups)
+  each('backendApiKey', (_, raw) => raw)
+  each('backendConnectTimeoutMs', duration)
+  each('corsOrigins', parseOrigins)
+  each('maxHeaderSize', parseSize)
+  each('headerTimeoutMs', duration)
+  each('requestTimeoutMs', duration)
+  each('keepAliveTimeoutMs', duration)
+  each('maxRequestsPerSocket', int(0, 1_000_000))
+  each('requestIdHeader', parseHeaderName)
+  each('metricsPath', pathOrOff)
+  each('metricsPort', int(0, 65535))
+  each('livenessPath', pathOrOff)
+  each('readinessPath', pathOrOff)
+  each('shutdownTimeoutMs', duration)
+  each('shutdownDelayMs', durationOrZero)
+  return out
+}
+
+let defaults: CoreConfig | undefined
+/** The documented defaults (the settings schema's), parsed once. */
+function coreDefaults(): CoreConfig {
+  if (defaults) return defaults
+  const env: Env = {}
+  for (const name of Object.values(ENV_NAMES)) {
+    const value = settingValue({}, name)
+    if (value !== undefined) env[name] = value
+  }
+  const parsed = fromEnv(env) as CoreConfig
+  defaults = {
+    ...parsed,
+    trustedProxies: [],
+    corsOrigins: [],
+    disabledGroups: [],
+    backendApiKey: undefined,
+    metricsPort: undefined,
+    // The shutdown deadline follows the backend timeout unless it is given.
+    shutdownTimeoutMs: parsed.backendTimeoutMs + 5000,
+  }
+  return defaults
+}
+
+const resolved = new WeakSet<CoreConfig>()
+
+/** Checks one option's value as code gives it, with the same rules as its environment variable. */
+function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: string): CoreConfig[K] {
+  const fail = (message: string): never => {
+    throw new AuthgateConfigError(name, message)
+  }
+  const integer = (min: number, max: number) => {
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+      fail(`must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`)
+    return value
+  }
+  const duration = (allowZero: boolean) => {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (value === 0 && !allowZero))
+      fail(`must be a ${allowZero ? 'non-negative' : 'positive'} number of milliseconds, got ${JSON.stringify(value)}`)
+    if ((value as number) > MAX_DURATION_MS) fail(`must be at most 24 days, got ${String(value)} ms`)
+    return value
+  }
+  const list = () => {
+    if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+      fail(`must be an array of strings, got ${JSON.stringify(value)}`)
+    return (value as string[]).join(',')
+  }
+  const pathOrOff = () => {
+    if (value === false) return false
+    if (typeof value !== 'string') fail(`must be a path or false, got ${JSON.stringify(value)}`)
+    return parseServePath(name, value as string)
+  }
+  const text = () => {
+    if (typeof value !== 'string' || value.trim() === '')
+      fail(`must be a non-empty string, got ${JSON.stringify(value)}`)
+    return value as string
+  }
+  let out: unknown
+  switch (key) {
+    case 'port':
+      out = integer(0, 65535)
+      break
+    case 'metricsPort':
+      out = value === undefined ? undefined : integer(0, 65535)
+      break
+    case 'backendConnections':
+      out = integer(1, 65535)
+      break
+    case 'maxRequestsPerSocket':
+      out = integer(0, 1_000_000)
+      break
+    case 'bodyLimit':
+    case 'maxHeaderSize':
+      out = integer(1, Number.MAX_SAFE_INTEGER)
+      break
+    case 'cacheTtlMs':
+    case 'shutdownDelayMs':
+      out = duration(true)
+      break
+    case 'backendTimeoutMs':
+    case 'backendConnectTimeoutMs':
+    case 'headerTimeoutMs':
+    case 'requestTimeoutMs':
+    case 'keepAliveTimeoutMs':
+    case 'shutdownTimeoutMs':
+      out = duration(false)
+      break
+    case 'host':
+      out = text()
+      break
+    case 'backendApiKey':
+      out = value === undefined ? undefined : text()
+      break
+    case 'backendUrl':
+      if (!(value instanceof URL) && typeof value !== 'string') fail(`must be a URL, got ${JSON.stringify(value)}`)
+      out = normaliseBackendUrl(name, value as URL | string)
+      break
+    case 'prefix':
+      if (typeof value !== 'string') fail(`must be a string like /auth, got ${JSON.stringify(value)}`)
+      out = parsePrefix(name, value as string)
+      break
+    case 'logLevel':
+      if (typeof value !== 'string' || !LOG_LEVELS.has(value)) fail(`must be one of ${[...LOG_LEVELS].join(', ')}`)
+      out = value
+      break
+    case 'trustedProxies':
+      out = parseCidrList(name, list())
+      break
+    case 'corsOrigins':
+      out = parseOrigins(name, list())
+      break
+    case 'disabledGroups':
+      out = parseDisabledGroups(name, list())
+      break
+    case 'requestIdHeader':
+      out = parseHeaderName(name, text())
+      break
+    case 'metricsPath':
+    case 'livenessPath':
+    case 'readinessPath':
+      out = pathOrOff()
+      break
+    default:
+      fail('is not a core option')
+  }
+  return out as CoreConfig[K]
+}
+
+/**
+ * The one resolver of the core options: the documented defaults, then each option given, checked
+ * with the same rules whether it came from the environment or from code (URLs normalised, ranges
+ * and paths checked), then the rules between options. An error names the option as the caller
+ * gave it. A configuration this function returned is returned as it is.
+ */
+export function resolveConfig(
+  input: CoreConfigInput = {},
+  nameOf: (key: keyof CoreConfig) => string = (k) => k,
+): CoreConfig {
+  if (resolved.has(input as CoreConfig)) return input as CoreConfig
+  const config: CoreConfig = { ...coreDefaults() }
+  const target = config as unknown as Record<string, unknown>
+  for (const [key, value] of Object.entries(input)) {
+    if (!(key in ENV_NAMES)) throw new AuthgateConfigError(nameOf(key as keyof CoreConfig), 'is not a core option')
+    if (value === undefined && key !== 'backendApiKey' && key !== 'metricsPort') continue
+    target[key] = checkOption(key as keyof CoreConfig, value, nameOf(key as keyof CoreConfig))
+  }
+  if (input.shutdownTimeoutMs === undefined) config.shutdownTimeoutMs = config.backendTimeoutMs + 5000
+  if (config.requestTimeoutMs < config.headerTimeoutMs)
+    throw new AuthgateConfigError(
+      nameOf('requestTimeoutMs'),
+      `must be at least ${nameOf('headerTimeoutMs')} (${config.headerTimeoutMs} ms), got ${config.requestTimeoutMs} ms`,
+    )
+  if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port)
+    throw new AuthgateConfigError(
+      nameOf('metricsPort'),
+      `must differ from ${nameOf('port')} (leave it unset to serve metrics on ${nameOf('port')})`,
+    )
+  const served: Array<[keyof CoreConfig, string | false]> = [
+    ['metricsPath', config.metricsPort === undefined ? config.metricsPath : false],
+    ['livenessPath', config.livenessPath],
+    ['readinessPath', config.readinessPath],
+  ]
+  const seen = new Map<string, keyof CoreConfig>()
+  for (const [key, path] of served) {
+    if (path === false) continue
+    const other = seen.get(path)
+    if (other !== undefined)
+      throw new AuthgateConfigError(nameOf(key), `${path} is already ${nameOf(other)}; the two must differ`)
+    seen.set(path, key)
+  }
+  resolved.add(config)
+  return config
 }
 
 /**
@@ -212,78 +459,7 @@ function servePathOrOff(variable: string, raw: string): string | false {
  */
 export function loadCoreConfig(env: Env = process.env, options: { strict?: boolean } = {}): CoreConfig {
   if (options.strict !== false) checkUnknownVariables(env)
-  const get = (name: string) => settingValue(env, name)
-  const required = (name: string) => get(name)!
-  const logLevel = required('AUTHGATE_LOG_LEVEL')
-  if (!LOG_LEVELS.has(logLevel))
-    throw new ConfigError('AUTHGATE_LOG_LEVEL', `must be one of ${[...LOG_LEVELS].join(', ')}`)
-  const backendTimeoutMs = parseDuration('AUTHGATE_BACKEND_TIMEOUT', required('AUTHGATE_BACKEND_TIMEOUT'))
-  const shutdownTimeout = get('AUTHGATE_SHUTDOWN_TIMEOUT')
-  const trusted = get('AUTHGATE_TRUSTED_PROXIES')
-  const cors = get('AUTHGATE_CORS_ORIGINS')
-  const metricsPort = get('AUTHGATE_METRICS_PORT')
-  const port = parseIntIn('PORT', required('PORT'), 0, 65535)
-  const config: CoreConfig = {
-    port,
-    host: required('HOST'),
-    backendUrl: parseBackendUrl('AUTHGATE_BACKEND_URL', required('AUTHGATE_BACKEND_URL')),
-    // An empty AUTHGATE_PREFIX means no prefix, not the default.
-    prefix: parsePrefix('AUTHGATE_PREFIX', env.AUTHGATE_PREFIX ?? required('AUTHGATE_PREFIX')),
-    bodyLimit: parseSize('AUTHGATE_BODY_LIMIT', required('AUTHGATE_BODY_LIMIT')),
-    backendTimeoutMs,
-    trustedProxies: trusted === undefined ? [] : parseCidrList('AUTHGATE_TRUSTED_PROXIES', trusted),
-    logLevel,
-    backendConnections: parseIntIn('AUTHGATE_BACKEND_CONNECTIONS', required('AUTHGATE_BACKEND_CONNECTIONS'), 1, 65535),
-    cacheTtlMs: parseCacheTtl(get('AUTHGATE_CACHE_TTL')),
-    disabledGroups: parseDisabledGroups('AUTHGATE_DISABLED_GROUPS', get('AUTHGATE_DISABLED_GROUPS') ?? ''),
-    backendApiKey: envValue(env, 'AUTHGATE_BACKEND_APIKEY'),
-    backendConnectTimeoutMs: parseDuration(
-      'AUTHGATE_BACKEND_CONNECT_TIMEOUT',
-      required('AUTHGATE_BACKEND_CONNECT_TIMEOUT'),
-    ),
-    corsOrigins: cors === undefined ? [] : parseOrigins('AUTHGATE_CORS_ORIGINS', cors),
-    maxHeaderSize: parseSize('AUTHGATE_MAX_HEADER_SIZE', required('AUTHGATE_MAX_HEADER_SIZE')),
-    headerTimeoutMs: parseDuration('AUTHGATE_HEADER_TIMEOUT', required('AUTHGATE_HEADER_TIMEOUT')),
-    requestTimeoutMs: parseDuration('AUTHGATE_REQUEST_TIMEOUT', required('AUTHGATE_REQUEST_TIMEOUT')),
-    keepAliveTimeoutMs: parseDuration('AUTHGATE_KEEP_ALIVE_TIMEOUT', required('AUTHGATE_KEEP_ALIVE_TIMEOUT')),
-    maxRequestsPerSocket: parseIntIn(
-      'AUTHGATE_MAX_REQUESTS_PER_SOCKET',
-      required('AUTHGATE_MAX_REQUESTS_PER_SOCKET'),
-      0,
-      1_000_000,
-    ),
-    requestIdHeader: parseHeaderName('AUTHGATE_REQUEST_ID_HEADER', required('AUTHGATE_REQUEST_ID_HEADER')),
-    metricsPath: servePathOrOff('AUTHGATE_METRICS_PATH', required('AUTHGATE_METRICS_PATH')),
-    metricsPort: metricsPort === undefined ? undefined : parseIntIn('AUTHGATE_METRICS_PORT', metricsPort, 0, 65535),
-    livenessPath: servePathOrOff('AUTHGATE_LIVENESS_PATH', required('AUTHGATE_LIVENESS_PATH')),
-    readinessPath: servePathOrOff('AUTHGATE_READINESS_PATH', required('AUTHGATE_READINESS_PATH')),
-    shutdownTimeoutMs:
-      shutdownTimeout === undefined
-        ? backendTimeoutMs + 5000
-        : parseDuration('AUTHGATE_SHUTDOWN_TIMEOUT', shutdownTimeout),
-    shutdownDelayMs: parseDuration('AUTHGATE_SHUTDOWN_DELAY', required('AUTHGATE_SHUTDOWN_DELAY'), {
-      allowZero: true,
-    }),
-  }
-  if (config.requestTimeoutMs < config.headerTimeoutMs)
-    throw new ConfigError(
-      'AUTHGATE_REQUEST_TIMEOUT',
-      `must be at least AUTHGATE_HEADER_TIMEOUT (${config.headerTimeoutMs} ms), got ${config.requestTimeoutMs} ms`,
-    )
-  if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === port)
-    throw new ConfigError('AUTHGATE_METRICS_PORT', 'must differ from PORT (leave it unset to serve metrics on PORT)')
-  const served = [
-    config.metricsPort === undefined ? config.metricsPath : false,
-    config.livenessPath,
-    config.readinessPath,
-  ]
-  const paths = served.filter((p): p is string => p !== false)
-  if (new Set(paths).size !== paths.length)
-    throw new ConfigError(
-      'AUTHGATE_READINESS_PATH',
-      `AUTHGATE_METRICS_PATH, AUTHGATE_LIVENESS_PATH and AUTHGATE_READINESS_PATH must differ, got ${paths.join(', ')}`,
-    )
-  return config
+  return resolveConfig(fromEnv(env), (key) => ENV_NAMES[key])
 }
 
 /** Throws for the first unknown `AUTHGATE_*` variable, naming the closest known setting. */
@@ -298,5 +474,8 @@ export function checkUnknownVariables(env: Env): void {
           .map((u) => u.name)
           .join(', ')})`
       : ''
-  throw new ConfigError(name, `unknown variable${more}; did you mean ${closest}? (authgate --help lists every setting)`)
+  throw new AuthgateConfigError(
+    name,
+    `unknown variable${more}; did you mean ${closest}? (authgate --help lists every setting)`,
+  )
 }

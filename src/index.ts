@@ -1,12 +1,6 @@
 export { buildApp, serverOptions, type AuthgateOptions } from './app.ts'
-export {
-  authgate,
-  resolveConfig,
-  defaultRateLimitConfig,
-  type AuthgatePluginOptions,
-  type AuthgateState,
-} from './plugin.ts'
-export { loadCoreConfig, ConfigError, type CoreConfig } from './config.ts'
+export { authgate, type AuthgatePluginOptions, type AuthgateState } from './plugin.ts'
+export { loadCoreConfig, resolveConfig, AuthgateConfigError, type CoreConfig, type CoreConfigInput } from './config.ts'
 export { ERRORS, ErrorSchema, sendError, type ErrorCode } from './errors.ts'
 export { AUTH_ROUTES, DEFAULT_RATE_LIMITED, enabledRoutes, routeName, type AuthRoute } from './auth/routes.ts'
 export { ROUTE_GROUPS, OPTIONAL_GROUPS, type RouteGroup, type OptionalGroup } from './auth/groups.ts'

@@ -1,10 +1,9 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster'
-import { PrimaryStore, runPrimary, workerCount } from './cluster.ts'
-import { defaultRateLimitConfig } from './plugin.ts'
-import { ConfigError, loadCoreConfig } from './config.ts'
-import { loadOpenApiConfig } from './openapi/index.ts'
+import { PrimaryStore, runPrimary } from './cluster.ts'
+import { AuthgateConfigError } from './config.ts'
 import { settingsHelp } from './config/schema.ts'
+import { loadServiceSettings, type ServiceSettings } from './settings.ts'
 import { installShutdown } from './shutdown.ts'
 
 const HELP = `authgate — Supabase Auth behind your own API origin
@@ -21,33 +20,38 @@ async function main(): Promise<void> {
     process.stdout.write(HELP)
     return
   }
-  let config, rateLimit, openapi, workers
+  let settings: ServiceSettings
   try {
-    config = loadCoreConfig(process.env)
-    rateLimit = defaultRateLimitConfig(process.env)
-    openapi = loadOpenApiConfig(process.env)
-    workers = workerCount(process.env)
+    settings = loadServiceSettings(process.env)
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof AuthgateConfigError) {
       process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
       process.exit(2)
     }
     throw err
   }
+  const { core: config, rateLimit, openapi, workers } = settings
   if (workers > 1 && cluster.isPrimary) {
     const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
     runPrimary({ workers, ownsRateLimitStore: !rateLimit.redis, memoryMaxKeys: rateLimit.memoryMaxKeys, log })
     return
   }
   // A cluster worker without Redis asks the primary, so that every worker draws on one budget.
-  if (cluster.isWorker && !rateLimit.redis) rateLimit = { ...rateLimit, store: new PrimaryStore() }
+  const rateLimitStore = cluster.isWorker && !rateLimit.redis ? new PrimaryStore() : undefined
   // Loaded here, not at the top: a cluster primary serves nothing and need not hold the app.
   const { buildApp } = await import('./app.ts')
   let app
   try {
-    app = await buildApp({ config, rateLimit, openapi, logger: true, processMetrics: true })
+    app = await buildApp({
+      config,
+      rateLimit,
+      ...(rateLimitStore ? { rateLimitStore } : {}),
+      openapi,
+      logger: true,
+      processMetrics: true,
+    })
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof AuthgateConfigError) {
       process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
       process.exit(2)
     }

@@ -3,27 +3,53 @@ import fp from 'fastify-plugin'
 import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, unrouted } from './auth/mount.ts'
-import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, enabledRoutes, routeName } from './auth/routes.ts'
-import { loadCoreConfig, type CoreConfig } from './config.ts'
+import { enabledRoutes, routeName } from './auth/routes.ts'
+import { resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
+import { SupabaseAuthClient } from './core/backend.ts'
 import { codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
-import { createRateLimiter, loadRateLimitConfig, type RateLimitConfig, type RateLimiter } from './ratelimit/index.ts'
+import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
+import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'
 
+/** The core options the plugin itself uses; the service's own (port, timeouts of clients, health paths) are not read here. */
+export type GatewayConfig = Pick<
+  CoreConfig,
+  | 'backendUrl'
+  | 'backendApiKey'
+  | 'backendTimeoutMs'
+  | 'backendConnectTimeoutMs'
+  | 'backendConnections'
+  | 'prefix'
+  | 'bodyLimit'
+  | 'cacheTtlMs'
+  | 'disabledGroups'
+  | 'corsOrigins'
+  | 'requestIdHeader'
+>
+
 export interface AuthgatePluginOptions {
-  /** Core settings; anything left out takes the documented default (the environment is not read). */
-  config?: Partial<CoreConfig>
+  /**
+   * What the plugin uses of the core options; anything left out takes the documented default (the
+   * environment is not read). Checked like the environment's values: a bad value stops
+   * registration with an `AuthgateConfigError` naming the option.
+   */
+  config?: Partial<Omit<GatewayConfig, 'backendUrl'>> & { backendUrl?: URL | string }
   /**
    * Rate limiting (docs/rate-limiting.md). Default: the sign-in and sign-up routes and MFA
    * challenge and verify at 30 per 5 minutes per client, in memory. `false` turns it off.
    */
   rateLimit?: RateLimitConfig | false
+  /** Where buckets live instead of the store the rate-limit configuration selects (a custom store; a cluster worker's). */
+  rateLimitStore?: RateLimitStore
 }
 
 /** What the plugin decorates the instance with, for hooks and health checks of the application. */
 export interface AuthgateState {
-  config: CoreConfig
+  config: GatewayConfig
+  /** The one connection to Supabase Auth (forwarding, readiness, session checks, the key set). */
+  backend: SupabaseAuthClient
   forwarder: Forwarder
   rateLimiter: RateLimiter | undefined
 }
@@ -32,18 +58,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     authgate: AuthgateState
   }
-}
-
-export function resolveConfig(partial: Partial<CoreConfig> = {}): CoreConfig {
-  const config = { ...loadCoreConfig({}), ...partial }
-  // The shutdown deadline follows the backend timeout unless it was given.
-  if (partial.shutdownTimeoutMs === undefined) config.shutdownTimeoutMs = config.backendTimeoutMs + 5000
-  return config
-}
-
-/** The default rate-limit configuration, as with an empty environment. */
-export function defaultRateLimitConfig(env: Record<string, string | undefined> = {}): RateLimitConfig {
-  return loadRateLimitConfig(env, DEFAULT_RATE_LIMITED, AUTH_ROUTES.map(routeName))
 }
 
 function authErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
@@ -66,22 +80,31 @@ function authErrorHandler(err: FastifyError, request: FastifyRequest, reply: Fas
  * application, and so are the routes to a registry created on the instance before it.
  */
 async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptions): Promise<void> {
-  const config = resolveConfig(options.config)
-  const forwarder = new Forwarder({
-    backendUrl: config.backendUrl,
+  const config: GatewayConfig = resolveConfig(options.config as CoreConfigInput | undefined)
+  const backend = new SupabaseAuthClient({
+    url: config.backendUrl,
+    apiKey: config.backendApiKey,
     timeoutMs: config.backendTimeoutMs,
     connectTimeoutMs: config.backendConnectTimeoutMs,
     connections: config.backendConnections,
-    cache: { defaultTtlMs: config.cacheTtlMs },
-    apiKey: config.backendApiKey,
     requestIdHeader: config.requestIdHeader,
+  })
+  const forwarder = new Forwarder({
+    backend,
+    cache: { defaultTtlMs: config.cacheTtlMs },
     ownCors: config.corsOrigins.length > 0,
   })
   const rateLimiter =
-    options.rateLimit === false ? undefined : createRateLimiter(options.rateLimit ?? defaultRateLimitConfig(), app.log)
-  app.decorate('authgate', { config, forwarder, rateLimiter })
+    options.rateLimit === false
+      ? undefined
+      : createRateLimiter(
+          options.rateLimit ?? loadRateLimitSettings(),
+          app.log,
+          options.rateLimitStore ? { store: options.rateLimitStore } : {},
+        )
+  app.decorate('authgate', { config, backend, forwarder, rateLimiter })
   app.addHook('onClose', async () => {
-    await forwarder.close()
+    await backend.close()
     await rateLimiter?.close()
   })
   // Waits (bounded, never throws) for Redis so the first requests are limited too.

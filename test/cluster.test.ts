@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { request } from 'node:http'
 import { after, before, describe, it } from 'node:test'
-import { ConfigError } from '../src/config.ts'
-import { workerCount } from '../src/cluster.ts'
+import { AuthgateConfigError } from '../src/config.ts'
+import { loadWorkerCount as workerCount } from '../src/settings.ts'
 import { startFakeBackend, type FakeBackend } from './support/fake-backend.ts'
 
 describe('AUTHGATE_WORKERS', () => {
@@ -12,7 +12,7 @@ describe('AUTHGATE_WORKERS', () => {
     assert.equal(workerCount({ AUTHGATE_WORKERS: '3' }), 3)
     assert.ok(workerCount({ AUTHGATE_WORKERS: 'auto' }) >= 1)
     for (const bad of ['0', '-1', 'two', '1.5', '1000'])
-      assert.throws(() => workerCount({ AUTHGATE_WORKERS: bad }), ConfigError, bad)
+      assert.throws(() => workerCount({ AUTHGATE_WORKERS: bad }), AuthgateConfigError, bad)
   })
 })
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { test } from 'node:test'
-import { ConfigError, loadCoreConfig } from '../src/config.ts'
+import { AuthgateConfigError, loadCoreConfig } from '../src/config.ts'
 
 test('defaults with no configuration at all', () => {
   const c = loadCoreConfig({})
@@ -53,7 +53,7 @@ for (const [name, value] of BAD) {
   test(`${name}=${value} is rejected naming the variable`, () => {
     assert.throws(
       () => loadCoreConfig({ [name]: value }),
-      (err: unknown) => err instanceof ConfigError && err.variable === name && err.message.startsWith(name),
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === name && err.message.startsWith(name),
     )
   })
 }

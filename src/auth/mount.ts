@@ -24,7 +24,8 @@ declare module 'fastify' {
   }
 }
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+// Methods whose request body is read and forwarded (Supabase Auth reads JSON bodies on DELETE too).
+const FORWARDED_BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 // Responses are the backend's bytes: schemas here document, they never serialise.
 const noSerializer = () => (data: unknown) => JSON.stringify(data)
@@ -37,7 +38,7 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
   const { forwarder, prefix } = options
   const method = route.backend?.method ?? route.method
   const template = route.backend?.path ?? route.path
-  const sendsBody = BODY_METHODS.has(method)
+  const sendsBody = FORWARDED_BODY_METHODS.has(method)
   if (templateParams(route.path).length === 0) {
     return (request: FastifyRequest, reply: FastifyReply) =>
       forwarder.forward(request, reply, {

@@ -2,16 +2,23 @@
  * The pieces every configuration reader shares: the error, reading one variable, integers in a
  * range. The core, rate-limit and documentation settings all read the environment through these.
  */
-export class ConfigError extends Error {
-  readonly variable: string
-  constructor(variable: string, message: string) {
-    super(`${variable}: ${message}`)
-    this.name = 'ConfigError'
-    this.variable = variable
+/**
+ * A setting that cannot be used, named as the user gave it: the environment variable
+ * (`AUTHGATE_BACKEND_URL`) or the option (`backendUrl`, `protect.issuer`).
+ */
+export class AuthgateConfigError extends Error {
+  readonly option: string
+  constructor(option: string, message: string) {
+    super(`${option}: ${message}`)
+    this.name = 'AuthgateConfigError'
+    this.option = option
   }
 }
 
 export type Env = Record<string, string | undefined>
+
+/** The words that turn a served path or a feature off (`AUTHGATE_METRICS_PATH=off`). */
+export const OFF_WORDS: ReadonlySet<string> = new Set(['off', 'false', 'none', 'disabled'])
 
 /** The variable's value, trimmed; undefined when unset or blank. */
 export function envValue(env: Env, name: string): string | undefined {
@@ -24,8 +31,8 @@ export function envValue(env: Env, name: string): string | undefined {
 /** A decimal integer in [min, max]. */
 export function parseIntIn(variable: string, raw: string, min: number, max: number): number {
   const s = raw.trim()
-  if (!/^\d+$/.test(s)) throw new ConfigError(variable, `expected an integer, got ${JSON.stringify(raw)}`)
+  if (!/^\d+$/.test(s)) throw new AuthgateConfigError(variable, `expected an integer, got ${JSON.stringify(raw)}`)
   const n = Number(s)
-  if (n < min || n > max) throw new ConfigError(variable, `must be between ${min} and ${max}, got ${n}`)
+  if (n < min || n > max) throw new AuthgateConfigError(variable, `must be between ${min} and ${max}, got ${n}`)
   return n
 }

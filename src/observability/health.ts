@@ -1,11 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { Client } from 'undici'
+import type { SupabaseAuthClient } from '../core/backend.ts'
 import type { RateLimiter } from '../ratelimit/index.ts'
 
 export interface ReadinessOptions {
-  backendUrl: URL
-  /** Sent as `apikey` (hosted Supabase answers 401 without one). */
-  apiKey?: string | undefined
+  /** The connection to Supabase Auth (its `apikey` included: hosted Supabase answers 401 without one). */
+  backend: SupabaseAuthClient
   rateLimiter?: RateLimiter | undefined
   /** Longest a probe of the backend waits. Default 2 s. */
   timeoutMs?: number
@@ -25,9 +24,8 @@ export interface ReadinessReport {
  * looks at dependencies: a backend outage must not get authgate restarted.
  */
 export class Readiness {
-  readonly #client: Client
-  readonly #path: string
-  readonly #headers: Record<string, string>
+  readonly #health: URL
+  readonly #timeoutMs: number
   readonly #options: ReadinessOptions
   #draining = false
   #cached: { at: number; up: boolean } | undefined
@@ -35,15 +33,8 @@ export class Readiness {
 
   constructor(options: ReadinessOptions) {
     this.#options = options
-    const timeout = options.timeoutMs ?? 2000
-    this.#client = new Client(options.backendUrl.origin, {
-      connectTimeout: timeout,
-      headersTimeout: timeout,
-      bodyTimeout: timeout,
-      keepAliveTimeout: 30_000,
-    })
-    this.#path = (options.backendUrl.pathname === '/' ? '' : options.backendUrl.pathname) + '/health'
-    this.#headers = options.apiKey !== undefined ? { apikey: options.apiKey } : {}
+    this.#timeoutMs = options.timeoutMs ?? 2000
+    this.#health = options.backend.resolve('/health')
   }
 
   /** From now on readiness is false (shutdown). */
@@ -83,16 +74,12 @@ export class Readiness {
 
   async #probe(): Promise<boolean> {
     try {
-      const res = await this.#client.request({ method: 'GET', path: this.#path, headers: this.#headers })
-      await res.body.dump()
-      return res.statusCode < 500
+      const res = await this.#options.backend.fetch(this.#health, { signal: AbortSignal.timeout(this.#timeoutMs) })
+      await res.body?.cancel()
+      return res.status < 500
     } catch {
       return false
     }
-  }
-
-  close(): Promise<void> {
-    return this.#client.close()
   }
 }
 

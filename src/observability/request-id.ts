@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { BlockList, isIPv4, isIPv6 } from 'node:net'
+import { AuthgateConfigError } from '../config/env.ts'
+import { unmapIPv4 } from '../core/ip.ts'
 
 /** What an accepted incoming id may look like: printable, no spaces, bounded (it goes into logs and headers). */
 const ACCEPTABLE = /^[A-Za-z0-9._:@/+=-]{1,128}$/
@@ -22,7 +24,9 @@ export function trustedPeers(cidrs: readonly string[]): BlockList {
   for (const item of cidrs) {
     const [addr, bits] = item.split('/') as [string, string | undefined]
     const type = isIPv4(addr) ? 'ipv4' : isIPv6(addr) ? 'ipv6' : undefined
-    if (type === undefined) continue
+    // The settings were checked when read; an entry that is no address here is a caller's mistake, not a skip.
+    if (type === undefined)
+      throw new AuthgateConfigError('trustedProxies', `not an IP address or CIDR range: ${JSON.stringify(item)}`)
     if (bits === undefined) list.addAddress(addr, type)
     else list.addSubnet(addr, Number(bits), type)
   }
@@ -31,8 +35,8 @@ export function trustedPeers(cidrs: readonly string[]): BlockList {
 
 function peerIsTrusted(peers: BlockList, address: string | undefined): boolean {
   if (address === undefined) return false
-  if (address.startsWith('::ffff:') && isIPv4(address.slice(7)))
-    return peers.check(address.slice(7), 'ipv4') || peers.check(address, 'ipv6')
+  const plain = unmapIPv4(address)
+  if (plain !== address) return peers.check(plain, 'ipv4') || peers.check(address, 'ipv6')
   return peers.check(address, isIPv4(address) ? 'ipv4' : 'ipv6')
 }
 

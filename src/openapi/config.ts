@@ -1,4 +1,5 @@
-import { ConfigError, envValue, type Env } from '../config/env.ts'
+import { AuthgateConfigError, envValue, OFF_WORDS, type Env } from '../config/env.ts'
+import { settingValue } from '../config/schema.ts'
 import type { RouteRegistry } from './registry.ts'
 import type { DocumentOptions } from './types.ts'
 
@@ -28,9 +29,9 @@ export interface ResolvedOpenApiConfig {
   docsPath: string | false
 }
 
-export const DEFAULT_OPENAPI_PATH = '/openapi.json'
-export const DEFAULT_DOCS_PATH = '/docs'
-const DISABLED = new Set(['off', 'false', 'none', 'disabled'])
+// The defaults are the settings schema's, so the default shown by --help is the default used.
+export const DEFAULT_OPENAPI_PATH = settingValue({}, 'AUTHGATE_OPENAPI_PATH')!
+export const DEFAULT_DOCS_PATH = settingValue({}, 'AUTHGATE_DOCS_PATH')!
 
 /** `/openapi.json` → `/openapi-3.0.json`; `/spec` → `/spec-3.0`. */
 export function derive30Path(openapiPath: string): string {
@@ -44,21 +45,21 @@ export function parseServePath(variable: string, raw: string): string {
   const p = raw.trim()
   if (p === '/') return p
   if (!/^(\/[A-Za-z0-9._~!$&'()*+,;=@-]+)+$/.test(p)) {
-    throw new ConfigError(
+    throw new AuthgateConfigError(
       variable,
       `must be an absolute path of plain segments like /docs or /api/openapi.json (no trailing slash, query or parameters), got ${JSON.stringify(raw)}`,
     )
   }
   if (p.split('/').some((s) => s === '.' || s === '..'))
-    throw new ConfigError(variable, `must not contain "." or ".." segments, got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(variable, `must not contain "." or ".." segments, got ${JSON.stringify(raw)}`)
   return p
 }
 
 function parseText(variable: string, raw: string, max: number): string {
   const v = raw.trim()
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(v)) throw new ConfigError(variable, 'must not contain control characters')
-  if (v.length > max) throw new ConfigError(variable, `must be at most ${max} characters, got ${v.length}`)
+  if (/[\u0000-\u001f\u007f]/.test(v)) throw new AuthgateConfigError(variable, 'must not contain control characters')
+  if (v.length > max) throw new AuthgateConfigError(variable, `must be at most ${max} characters, got ${v.length}`)
   return v
 }
 
@@ -73,7 +74,7 @@ export function resolveOpenApiConfig(options: OpenApiOptions = {}): ResolvedOpen
     options.docsPath === false ? false : parseServePath('docsPath', options.docsPath ?? DEFAULT_DOCS_PATH)
   const used = [openapiPath, openapi30Path, docsPath].filter((p): p is string => p !== false)
   if (new Set(used).size !== used.length)
-    throw new ConfigError(
+    throw new AuthgateConfigError(
       'openapiPath',
       `the document, 3.0 document and page paths must differ, got ${used.join(', ')}`,
     )
@@ -88,18 +89,18 @@ export function loadOpenApiConfig(env: Env = process.env): OpenApiOptions {
   const get = (name: string) => envValue(env, name)
   const out: OpenApiOptions = {}
   const openapi = get('AUTHGATE_OPENAPI_PATH')
-  if (openapi !== undefined && DISABLED.has(openapi.toLowerCase())) out.enabled = false
+  if (openapi !== undefined && OFF_WORDS.has(openapi.toLowerCase())) out.enabled = false
   else if (openapi !== undefined) out.openapiPath = parseServePath('AUTHGATE_OPENAPI_PATH', openapi)
 
   const openapi30 = get('AUTHGATE_OPENAPI30_PATH')
   if (openapi30 !== undefined)
-    out.openapi30Path = DISABLED.has(openapi30.toLowerCase())
+    out.openapi30Path = OFF_WORDS.has(openapi30.toLowerCase())
       ? false
       : parseServePath('AUTHGATE_OPENAPI30_PATH', openapi30)
 
   const docs = get('AUTHGATE_DOCS_PATH')
   if (docs !== undefined)
-    out.docsPath = DISABLED.has(docs.toLowerCase()) ? false : parseServePath('AUTHGATE_DOCS_PATH', docs)
+    out.docsPath = OFF_WORDS.has(docs.toLowerCase()) ? false : parseServePath('AUTHGATE_DOCS_PATH', docs)
 
   const title = get('AUTHGATE_API_TITLE')
   const version = get('AUTHGATE_API_VERSION')
@@ -113,8 +114,8 @@ export function loadOpenApiConfig(env: Env = process.env): OpenApiOptions {
   try {
     resolveOpenApiConfig(out)
   } catch (err) {
-    if (err instanceof ConfigError) {
-      throw new ConfigError(
+    if (err instanceof AuthgateConfigError) {
+      throw new AuthgateConfigError(
         'AUTHGATE_DOCS_PATH',
         `AUTHGATE_OPENAPI_PATH, AUTHGATE_OPENAPI30_PATH and AUTHGATE_DOCS_PATH must differ (${err.message})`,
       )

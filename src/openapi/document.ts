@@ -52,7 +52,8 @@ const CHALLENGE = {
   },
 } as const
 
-const BODY_METHODS = new Set(['post', 'put', 'patch'])
+// Methods whose `body` schema is documented as a requestBody (OpenAPI gives DELETE's body no defined meaning).
+const REQUEST_BODY_METHODS = new Set(['post', 'put', 'patch'])
 const FORM = 'application/x-www-form-urlencoded'
 
 interface PendingOperation {
@@ -132,7 +133,7 @@ function buildOperation(
   const parameters = buildParameters({ pathParams, params, querystring, headers }, components)
   if (parameters.length > 0) op.parameters = parameters
 
-  if (BODY_METHODS.has(method)) {
+  if (REQUEST_BODY_METHODS.has(method)) {
     const rb = requestBody(body, form, schema, components)
     if (rb) op.requestBody = rb
   }

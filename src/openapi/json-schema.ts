@@ -1,8 +1,9 @@
 import type { JsonSchema } from './types.ts'
+import { isRecord as isPlainRecord } from '../core/is-record.ts'
 
 /** Small JSON Schema helpers shared by the document builder, `defineRoute` and `withRules`. */
 
-export const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v)
+export const isRecord = (v: unknown): v is JsonSchema => isPlainRecord(v)
 
 /**
  * A shallow copy that keeps the prototype and every property descriptor: TypeBox marks optional

@@ -1,4 +1,5 @@
 import type { JWTPayload } from 'jose'
+import { isRecord } from '../core/is-record.ts'
 
 /** An authentication assurance level, as Supabase Auth writes it in the `aal` claim. */
 export type AuthAssuranceLevel = 'aal1' | 'aal2' | 'aal3'
@@ -52,7 +53,6 @@ export function aalRank(level: string | undefined): number {
   return level === undefined ? 0 : LEVELS.indexOf(level as AuthAssuranceLevel) + 1
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
 
 function amrOf(value: unknown): AuthMethodReference[] {

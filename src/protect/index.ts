@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { SupabaseAuthClient } from '../core/backend.ts'
 import { createProtection, type Protection } from './hook.ts'
 import {
   registerResourceMetadataRoute,
@@ -13,7 +14,9 @@ export interface ProtectOptions extends VerifierOptions {
    * Lets routes with `auth: { session: true }` ask Supabase Auth whether the token's session is
    * still alive (a cached `GET /user`). `true` for the defaults; off unless given.
    */
-  sessionCheck?: boolean | Omit<SessionCheckOptions, 'backendUrl'>
+  sessionCheck?: boolean | Omit<SessionCheckOptions, 'backend'>
+  /** Hosted Supabase: the `apikey` sent with the key-set and session requests (when `backend` is not given). */
+  apiKey?: string
   /** RFC 9728 metadata at `/.well-known/oauth-protected-resource` (on unless `false`). */
   resourceMetadata?: ResourceMetadataOptions | false
 }
@@ -22,19 +25,37 @@ export interface ProtectOptions extends VerifierOptions {
 export function createProtectionFromOptions(options: ProtectOptions): {
   protection: Protection
   metadata: ReturnType<typeof resolveResourceMetadata> | undefined
+  /** Closes the backend connection made here (none when `backend` was given). */
+  close(): Promise<void>
 } {
-  const verifier = createTokenVerifier(options)
+  // A connection of its own only when the application did not hand over authgate's.
+  const own =
+    options.backend === undefined && options.backendUrl !== undefined
+      ? new SupabaseAuthClient({
+          url: options.backendUrl,
+          apiKey: options.apiKey,
+          timeoutMs: 5000,
+          connectTimeoutMs: 5000,
+          connections: 16,
+        })
+      : undefined
+  const backend = options.backend ?? own
+  const verifier = createTokenVerifier({ ...options, ...(backend ? { backend } : {}) })
   let sessions: SessionChecker | undefined
   if (options.sessionCheck) {
-    if (!options.backendUrl) throw new TypeError('protect: `sessionCheck` needs `backendUrl`')
+    if (!backend) throw new TypeError('protect: `sessionCheck` needs `backendUrl`')
     sessions = new SessionChecker({
-      backendUrl: options.backendUrl,
+      backend,
       ...(options.sessionCheck === true ? {} : options.sessionCheck),
     })
   }
   const metadata =
     options.resourceMetadata === false ? undefined : resolveResourceMetadata(options.issuer, options.resourceMetadata)
-  return { protection: createProtection(verifier, sessions, metadata?.url), metadata }
+  return {
+    protection: createProtection(verifier, sessions, metadata?.url),
+    metadata,
+    close: async () => own?.close(),
+  }
 }
 
 /**
@@ -47,8 +68,9 @@ export function createProtectionFromOptions(options: ProtectOptions): {
  * ```
  */
 export async function authgateProtect(app: FastifyInstance, options: ProtectOptions): Promise<void> {
-  const { protection, metadata } = createProtectionFromOptions(options)
   if (app.hasDecorator('authgateProtect')) throw new Error('protect: the plugin is registered twice')
+  const { protection, metadata, close } = createProtectionFromOptions(options)
+  app.addHook('onClose', close)
   app.decorate('authgateProtect', protection)
   if (!app.hasRequestDecorator('user')) app.decorateRequest('user', null)
   if (metadata) registerResourceMetadataRoute(app, metadata)

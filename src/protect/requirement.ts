@@ -1,4 +1,5 @@
 import type { AuthAssuranceLevel } from './claims.ts'
+import { isRecord } from '../core/is-record.ts'
 
 /** What a route asks of the caller's access token. */
 export interface AuthRequirement {
@@ -48,8 +49,6 @@ export function normaliseAuth(option: AuthOption): RouteAuth {
 export function canForbid(auth: RouteAuth): boolean {
   return auth.roles.length > 0 || (auth.aal !== undefined && auth.aal !== 'aal1') || auth.scopes.length > 0
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** Reads `config.auth` back from a registered route (anything else is treated as no requirement). */
 export function routeAuthOf(config: unknown): RouteAuth | undefined {

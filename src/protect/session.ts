@@ -1,17 +1,17 @@
+import type { BackendFetch, SupabaseAuthClient } from '../core/backend.ts'
 import type { AuthUser } from './claims.ts'
 
 export interface SessionCheckOptions {
-  /** Supabase Auth's own URL; `GET <backendUrl>/user` is asked. */
-  backendUrl: URL
+  /** The connection to Supabase Auth; `GET <backend>/user` is asked, with its `apikey`. */
+  backend: SupabaseAuthClient
   /** How long an answer is reused for the same session (default 10 s): the window in which a signed-out token still passes. */
   ttlMs?: number
   /** Most sessions remembered at once (default 10 000; the oldest are forgotten first). */
   maxEntries?: number
   /** Longest wait for the backend (default 5 s). */
   timeoutMs?: number
-  /** Sent as `apikey` (Supabase's platform requires one; a self-hosted Supabase Auth ignores it). */
-  apiKey?: string
-  fetch?: (url: string, init: { headers: Record<string, string>; signal: AbortSignal }) => Promise<Response>
+  /** In place of the backend connection's own (tests count and delay calls with it). */
+  fetch?: BackendFetch
 }
 
 export type SessionState = { alive: true } | { alive: false; reason: string }
@@ -37,24 +37,22 @@ interface Entry {
  * a short time, so a busy user costs one backend call per `ttlMs`, not one per request.
  */
 export class SessionChecker {
-  readonly #url: string
+  readonly #url: URL
   readonly #ttlMs: number
   readonly #max: number
   readonly #timeoutMs: number
-  readonly #apiKey: string | undefined
-  readonly #fetch: NonNullable<SessionCheckOptions['fetch']>
+  readonly #fetch: BackendFetch
   readonly #cache = new Map<string, Entry>()
   readonly #pending = new Map<string, Promise<SessionState>>()
   /** Backend calls made (for tests and the benchmark). */
   calls = 0
 
   constructor(options: SessionCheckOptions) {
-    this.#url = options.backendUrl.href.replace(/\/+$/, '') + '/user'
+    this.#url = options.backend.resolve('/user')
     this.#ttlMs = options.ttlMs ?? 10_000
     this.#max = options.maxEntries ?? 10_000
     this.#timeoutMs = options.timeoutMs ?? 5_000
-    this.#apiKey = options.apiKey
-    this.#fetch = options.fetch ?? ((url, init) => fetch(url, init))
+    this.#fetch = options.fetch ?? options.backend.fetch
   }
 
   async check(user: AuthUser): Promise<SessionState> {
@@ -77,7 +75,6 @@ export class SessionChecker {
   async #ask(token: string): Promise<SessionState> {
     this.calls++
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' }
-    if (this.#apiKey) headers.apikey = this.#apiKey
     let response: Response
     try {
       response = await this.#fetch(this.#url, { headers, signal: AbortSignal.timeout(this.#timeoutMs) })

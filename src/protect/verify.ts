@@ -1,4 +1,5 @@
 import { errors, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import type { SupabaseAuthClient } from '../core/backend.ts'
 import { toAuthUser, type AuthUser } from './claims.ts'
 import { createJwks, type FetchImplementation, type Jwks } from './jwks.ts'
 import { JwksUnavailableError, TokenRejected } from './errors.ts'
@@ -15,10 +16,12 @@ export interface VerifierOptions {
   issuer: string
   /** The accepted `aud` values (default `authenticated`, Supabase Auth's `GOTRUE_JWT_AUD`). */
   audience?: string | string[]
-  /** Where the signing keys are (default: `<backendUrl>/.well-known/jwks.json`). */
+  /** Where the signing keys are (default: `<backend>/.well-known/jwks.json`). */
   jwksUrl?: URL
   /** Supabase Auth's own URL (not the public one); the key set and the session check use it. */
   backendUrl?: URL
+  /** The connection to Supabase Auth to use (`buildApp` passes its own); made from `backendUrl` otherwise. */
+  backend?: SupabaseAuthClient
   /** HS256 secret (`GOTRUE_JWT_SECRET`) for projects whose tokens are still signed with it. */
   secret?: string
   /** `false` verifies with the secret only and never fetches a key set. */
@@ -60,9 +63,15 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   if (!useJwks && !options.secret) throw new TypeError('protect: with `jwks: false`, a `secret` is required')
   let jwksUrl = options.jwksUrl
   if (useJwks && !jwksUrl) {
-    if (!options.backendUrl) throw new TypeError('protect: give `backendUrl` or `jwksUrl` for the signing keys')
-    jwksUrl = new URL(options.backendUrl.href.replace(/\/+$/, '') + '/.well-known/jwks.json')
+    if (!options.backend) throw new TypeError('protect: give `backendUrl` or `jwksUrl` for the signing keys')
+    jwksUrl = options.backend.resolve('/.well-known/jwks.json')
   }
+  // The key set on the backend goes through its connection (its `apikey` included); another URL is plain fetch.
+  const fetchKeys =
+    options.fetch ??
+    (options.backend && jwksUrl?.origin === options.backend.url.origin
+      ? (options.backend.fetch as unknown as FetchImplementation)
+      : undefined)
   const jwks =
     useJwks && jwksUrl
       ? createJwks({
@@ -70,7 +79,7 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
           ...(options.jwksCacheMaxAgeMs !== undefined ? { cacheMaxAgeMs: options.jwksCacheMaxAgeMs } : {}),
           ...(options.jwksCooldownMs !== undefined ? { cooldownMs: options.jwksCooldownMs } : {}),
           ...(options.jwksTimeoutMs !== undefined ? { timeoutMs: options.jwksTimeoutMs } : {}),
-          ...(options.fetch ? { fetch: options.fetch } : {}),
+          ...(fetchKeys ? { fetch: fetchKeys } : {}),
         })
       : undefined
   const secret = options.secret ? new TextEncoder().encode(options.secret) : undefined

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify'
+import { unmapIPv4 } from '../core/ip.ts'
 
 /**
  * The one client IP the gateway derives: Fastify's `request.ip`, which with `trustProxy` set to the
@@ -9,5 +10,5 @@ import type { FastifyRequest } from 'fastify'
 export function clientIp(request: FastifyRequest): string {
   // request.ip is undefined once the socket is gone (despite its type).
   const ip = (request.ip as string | undefined) ?? 'unknown'
-  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip
+  return unmapIPv4(ip)
 }

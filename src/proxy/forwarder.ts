@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { Pool, type Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
+import type { SupabaseAuthClient } from '../core/backend.ts'
 import { sendError } from '../errors.ts'
 import { recordBackend, type BackendErrorKind, type BackendExchange } from '../observability/backend-timing.ts'
 import { throttle } from '../observability/log-throttle.ts'
@@ -8,21 +9,13 @@ import { inboundResponseHeaders, outboundRequestHeaders } from './headers.ts'
 import { ResponseCache } from './response-cache.ts'
 
 export interface ForwarderOptions {
-  backendUrl: URL
-  /** Time the backend has to send its response headers. */
-  timeoutMs: number
-  connections: number
+  /** The connection to Supabase Auth: base path, `apikey`, request-id header, timeouts, pool. */
+  backend: SupabaseAuthClient
   /**
    * Cache for routes marked cacheable: lifetime of answers the backend sends without freshness
    * information (default 10 s; 0 caches only what the backend marks). `false`: no cache.
    */
   cache?: { defaultTtlMs: number } | false
-  /** Time to open a connection. Default: the response timeout, at most 10 s. */
-  connectTimeoutMs?: number
-  /** Hosted Supabase: sent as `apikey` on every request, replacing the client's. */
-  apiKey?: string | undefined
-  /** The header the request id is sent in (Supabase Auth logs it with GOTRUE_API_REQUEST_ID_HEADER). */
-  requestIdHeader?: string
   /** authgate answers CORS itself: the backend's `Access-Control-*` headers are not relayed. */
   ownCors?: boolean
 }
@@ -64,12 +57,9 @@ const UNREACHABLE = new Set([
  * and body bytes back. One keep-alive pool to the backend origin.
  */
 export class Forwarder {
-  readonly #pool: Pool
-  readonly #basePath: string
+  readonly #backend: SupabaseAuthClient
   readonly #timeoutMs: number
   readonly #cache: ResponseCache | undefined
-  readonly #extraHeaders: string[]
-  readonly #replacedHeaders: string[]
   readonly #requestIdHeader: string | undefined
   readonly #ownCors: boolean
   // While the backend is down every request fails the same way: one line per kind and 10 s.
@@ -78,21 +68,10 @@ export class Forwarder {
   observer: ExchangeObserver | undefined
 
   constructor(options: ForwarderOptions) {
-    this.#pool = new Pool(options.backendUrl.origin, {
-      connections: options.connections,
-      pipelining: 1,
-      keepAliveTimeout: 10_000,
-      connectTimeout: options.connectTimeoutMs ?? Math.min(options.timeoutMs, 10_000),
-    })
-    this.#basePath = options.backendUrl.pathname === '/' ? '' : options.backendUrl.pathname
-    this.#timeoutMs = options.timeoutMs
+    this.#backend = options.backend
+    this.#timeoutMs = options.backend.options.timeoutMs
     this.#cache = options.cache === false ? undefined : new ResponseCache(options.cache ?? { defaultTtlMs: 10_000 })
-    this.#extraHeaders = options.apiKey !== undefined ? ['apikey', options.apiKey] : []
-    this.#replacedHeaders = [
-      ...(options.requestIdHeader !== undefined ? [options.requestIdHeader.toLowerCase()] : []),
-      ...(options.apiKey !== undefined ? ['apikey'] : []),
-    ]
-    this.#requestIdHeader = options.requestIdHeader
+    this.#requestIdHeader = options.backend.options.requestIdHeader
     this.#ownCors = options.ownCors ?? false
   }
 
@@ -113,10 +92,6 @@ export class Forwarder {
   /** The response cache of cacheable routes (undefined when turned off). */
   get cache(): ResponseCache | undefined {
     return this.#cache
-  }
-
-  close(): Promise<void> {
-    return this.#pool.close()
   }
 
   /**
@@ -141,7 +116,7 @@ export class Forwarder {
     const url = request.raw.url ?? ''
     const q = url.indexOf('?')
     // The raw query string, never re-encoded (docs/decisions.md, D3).
-    const path = this.#basePath + target.path + (q === -1 ? '' : url.slice(q))
+    const path = this.#backend.basePath + target.path + (q === -1 ? '' : url.slice(q))
     // authgate's request id (never the client's own, unless it came through a trusted proxy), and
     // the configured apikey in place of the client's, in the same pass as the header hygiene.
     const idHeader = this.#requestIdHeader
@@ -149,8 +124,8 @@ export class Forwarder {
       clientIp: clientIp(request),
       host: request.headers.host,
       proto: request.protocol,
-      replaced: this.#replacedHeaders,
-      set: idHeader === undefined ? this.#extraHeaders : [idHeader, request.id, ...this.#extraHeaders],
+      replaced: this.#backend.replacedHeaders,
+      set: idHeader === undefined ? this.#backend.fixedHeaders : [idHeader, request.id, ...this.#backend.fixedHeaders],
     })
     const ownCors = this.#ownCors
     const startedAt = performance.now()
@@ -193,7 +168,7 @@ export class Forwarder {
         resolve()
       }
 
-      this.#pool.dispatch(
+      this.#backend.dispatch(
         {
           method: target.method,
           path,

@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net'
+import { unmapIPv4 } from '../core/ip.ts'
 
 /**
  * The part of a client address that names one client for rate limiting.
@@ -8,7 +9,7 @@ import { isIPv4, isIPv6 } from 'node:net'
  * client could otherwise take a fresh budget from every address in it (RFC 6177).
  */
 export function clientKey(ip: string, prefixLength: number): string {
-  const address = ip.split('%')[0]!.toLowerCase() // zone ids (fe80::1%eth0) name an interface, not a host
+  const address = unmapIPv4(ip.split('%')[0]!.toLowerCase()) // zone ids (fe80::1%eth0) name an interface, not a host
   if (isIPv4(address)) return address
   if (!isIPv6(address)) return address
   const groups = expandIPv6(address)

@@ -1,8 +1,7 @@
 import { parseDuration } from '../config.ts'
-import { ConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
+import { AuthgateConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
 import { parseRate, samePolicy, type RateLimitPolicy } from './policy.ts'
-import type { RateLimitStore } from './store.ts'
 
 export interface RedisSettings {
   url: string
@@ -23,8 +22,6 @@ export interface RateLimitConfig {
   ipv6PrefixLength: number
   /** Memory store only: most buckets held at once; the least recently seen go first. */
   memoryMaxKeys: number
-  /** A store to use instead of the one selected above (a cluster worker's store owned by the primary). */
-  store?: RateLimitStore
 }
 
 export const DEFAULT_RATE = settingValue({}, 'AUTHGATE_RATE_LIMIT')!
@@ -63,9 +60,9 @@ function routeList(variable: string, raw: string, known: Set<string>): string[] 
     .map((s) => s.trim())
     .filter(Boolean)) {
     const route = normalizeRoute(item)
-    if (!route) throw new ConfigError(variable, `expected "METHOD /template", got ${JSON.stringify(item)}`)
+    if (!route) throw new AuthgateConfigError(variable, `expected "METHOD /template", got ${JSON.stringify(item)}`)
     if (!known.has(route))
-      throw new ConfigError(
+      throw new AuthgateConfigError(
         variable,
         `no such route ${JSON.stringify(route)} (routes are relative to the prefix, e.g. "POST /signup")`,
       )
@@ -107,13 +104,13 @@ export function loadRateLimitConfig(
     .filter(Boolean)) {
     const eq = item.indexOf('=')
     if (eq < 0)
-      throw new ConfigError(
+      throw new AuthgateConfigError(
         'AUTHGATE_RATE_LIMIT_ROUTES',
         `expected "METHOD /template=RATE" or "METHOD /template=off", got ${JSON.stringify(item)}`,
       )
     const [route] = routeList('AUTHGATE_RATE_LIMIT_ROUTES', item.slice(0, eq), known)
     const rate = item.slice(eq + 1).trim()
-    if (seen.has(route!)) throw new ConfigError('AUTHGATE_RATE_LIMIT_ROUTES', `${route} is given twice`)
+    if (seen.has(route!)) throw new AuthgateConfigError('AUTHGATE_RATE_LIMIT_ROUTES', `${route} is given twice`)
     seen.add(route!)
     if (rate.toLowerCase() === 'off') routes.delete(route!)
     else routes.set(route!, parseRate('AUTHGATE_RATE_LIMIT_ROUTES', rate, policyNameFor(templateOf(route!))))
@@ -124,7 +121,7 @@ export function loadRateLimitConfig(
   for (const [route, policy] of routes) {
     const other = byTemplate.get(templateOf(route))
     if (other && !samePolicy(other[1], policy)) {
-      throw new ConfigError(
+      throw new AuthgateConfigError(
         'AUTHGATE_RATE_LIMIT_ROUTES',
         `${other[0]} and ${route} share one bucket (same template) and need the same rate`,
       )
@@ -135,7 +132,7 @@ export function loadRateLimitConfig(
 
   const onRedisError = setting('AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR')
   if (onRedisError !== 'open' && onRedisError !== 'closed') {
-    throw new ConfigError(
+    throw new AuthgateConfigError(
       'AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR',
       `must be "open" or "closed", got ${JSON.stringify(onRedisError)}`,
     )
@@ -166,10 +163,10 @@ function redisSettings(
   try {
     parsed = new URL(url)
   } catch {
-    throw new ConfigError('AUTHGATE_REDIS_URL', 'not a valid URL (expected redis://host:6379 or rediss://...)')
+    throw new AuthgateConfigError('AUTHGATE_REDIS_URL', 'not a valid URL (expected redis://host:6379 or rediss://...)')
   }
   // The URL may hold a password: never echo it.
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
-    throw new ConfigError('AUTHGATE_REDIS_URL', `must be redis:// or rediss://, got ${parsed.protocol}`)
+    throw new AuthgateConfigError('AUTHGATE_REDIS_URL', `must be redis:// or rediss://, got ${parsed.protocol}`)
   return { url, keyPrefix: setting('AUTHGATE_REDIS_KEY_PREFIX'), timeoutMs }
 }

@@ -165,7 +165,6 @@ export function createRateLimiter(
 }
 
 function createStore(config: RateLimitConfig, onConnectionError: (err: Error) => void): RateLimitStore {
-  if (config.store) return config.store
   if (config.redis) return new RedisStore(config.redis, { onConnectionError })
   return new MemoryStore({ maxKeys: config.memoryMaxKeys })
 }

@@ -1,4 +1,4 @@
-import { ConfigError } from '../config.ts'
+import { AuthgateConfigError } from '../config.ts'
 
 /**
  * A sustained rate (`limit` requests per `windowMs`) plus a burst: the most requests a client can
@@ -31,26 +31,32 @@ export function parseRate(variable: string, raw: string, name: string): RateLimi
   const [rate = '', ...params] = raw.split(';').map((s) => s.trim())
   const m = RATE.exec(rate)
   if (!m)
-    throw new ConfigError(variable, `expected a rate like 30/5m, 5/1s or 100/1h[;burst=10], got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(
+      variable,
+      `expected a rate like 30/5m, 5/1s or 100/1h[;burst=10], got ${JSON.stringify(raw)}`,
+    )
   const limit = Number(m[1])
   const windowMs = Number(m[2] ?? '1') * UNIT_MS[m[3]!]!
   if (limit < 1 || limit > MAX)
-    throw new ConfigError(variable, `the request count must be between 1 and ${MAX}, got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(
+      variable,
+      `the request count must be between 1 and ${MAX}, got ${JSON.stringify(raw)}`,
+    )
   if (windowMs < 1000 || windowMs > 366 * UNIT_MS.d!)
-    throw new ConfigError(variable, `the window must be between 1s and 366d, got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(variable, `the window must be between 1s and 366d, got ${JSON.stringify(raw)}`)
   let burst = limit
   const seen = new Set<string>()
   for (const p of params) {
     const b = BURST.exec(p)
     if (!b || seen.has('burst'))
-      throw new ConfigError(
+      throw new AuthgateConfigError(
         variable,
         `unknown or repeated rate parameter ${JSON.stringify(p)} in ${JSON.stringify(raw)} (only ;burst=N)`,
       )
     seen.add('burst')
     burst = Number(b[1])
     if (burst < 1 || burst > MAX)
-      throw new ConfigError(variable, `burst must be between 1 and ${MAX}, got ${JSON.stringify(raw)}`)
+      throw new AuthgateConfigError(variable, `burst must be between 1 and ${MAX}, got ${JSON.stringify(raw)}`)
   }
   return { name, limit, windowMs, burst }
 }

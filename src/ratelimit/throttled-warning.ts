@@ -1,21 +1,16 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { throttle } from '../observability/log-throttle.ts'
 
 /**
  * A warning that is logged at most once per interval, with the number of occurrences it stands
  * for: a Redis outage under load would otherwise write one line per request.
  */
 export function warnAtMostEvery(intervalMs: number, logger: Pick<FastifyBaseLogger, 'warn'>) {
-  let last = -Infinity
-  let suppressed = 0
+  const lines = throttle(intervalMs, 1)
   return function warn(err: unknown, message: string): void {
-    const now = performance.now()
-    if (now - last < intervalMs) {
-      suppressed++
-      return
-    }
-    last = now
+    const taken = lines.take('')
+    if (!taken.write) return
     const error = err instanceof Error ? err.message : String(err)
-    logger.warn({ error, occurrences: suppressed + 1 }, message)
-    suppressed = 0
+    logger.warn({ error, occurrences: taken.occurrences }, message)
   }
 }

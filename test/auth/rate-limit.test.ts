@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { defaultRateLimitConfig } from '../../src/plugin.ts'
+import { loadRateLimitSettings } from '../../src/settings.ts'
 import { withFakeBackend } from '../support/app.ts'
 
 const JSON_CT = { 'content-type': 'application/json' }
 
 describe('rate limiting on the mounted routes (memory store)', () => {
   test('a burst of the allowed size passes with RateLimit headers, the next gets 429 and the backend is not contacted', async () => {
-    const h = await withFakeBackend({}, { rateLimit: defaultRateLimitConfig({ AUTHGATE_RATE_LIMIT: '3/1m' }) })
+    const h = await withFakeBackend({}, { rateLimit: loadRateLimitSettings({ AUTHGATE_RATE_LIMIT: '3/1m' }) })
     try {
       for (let i = 0; i < 3; i++) {
         const res = await h.app.inject({
@@ -57,7 +57,7 @@ describe('rate limiting on the mounted routes (memory store)', () => {
   test('invalid bodies count too: the limit runs before the body is read', async () => {
     // An e-mail without a password (`{}` alone is a valid anonymous sign-in).
     const NO_PASSWORD = '{"email":"a@example.com"}'
-    const h = await withFakeBackend({}, { rateLimit: defaultRateLimitConfig({ AUTHGATE_RATE_LIMIT: '2/1m' }) })
+    const h = await withFakeBackend({}, { rateLimit: loadRateLimitSettings({ AUTHGATE_RATE_LIMIT: '2/1m' }) })
     try {
       for (let i = 0; i < 2; i++) {
         const res = await h.app.inject({ method: 'POST', url: '/auth/signup', payload: NO_PASSWORD, headers: JSON_CT })
@@ -72,7 +72,7 @@ describe('rate limiting on the mounted routes (memory store)', () => {
   })
 
   test('when an operator limits PATCH and DELETE /passkeys/{id}, they share one bucket per client whatever the id', async () => {
-    const rl = defaultRateLimitConfig({
+    const rl = loadRateLimitSettings({
       AUTHGATE_RATE_LIMITED_ROUTES: 'PATCH /passkeys/{id},DELETE /passkeys/{id}',
       AUTHGATE_RATE_LIMIT: '3/1m',
     })
@@ -112,7 +112,7 @@ describe('rate limiting on the mounted routes (memory store)', () => {
   })
 
   test('spoofed X-Forwarded-For from an untrusted peer does not create new budgets', async () => {
-    const h = await withFakeBackend({}, { rateLimit: defaultRateLimitConfig({ AUTHGATE_RATE_LIMIT: '1/1m' }) })
+    const h = await withFakeBackend({}, { rateLimit: loadRateLimitSettings({ AUTHGATE_RATE_LIMIT: '1/1m' }) })
     try {
       const first = await h.app.inject({
         method: 'POST',

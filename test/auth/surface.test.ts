@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { ConfigError, loadCoreConfig } from '../../src/config.ts'
+import { AuthgateConfigError, loadCoreConfig } from '../../src/config.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
 
 const JSON_CT = { 'content-type': 'application/json' }
@@ -202,7 +202,7 @@ describe('route groups', () => {
   test('AUTHGATE_DISABLED_GROUPS is read and checked', () => {
     assert.deepEqual(loadCoreConfig({ AUTHGATE_DISABLED_GROUPS: ' SSO, mfa ,sso' }).disabledGroups, ['sso', 'mfa'])
     assert.deepEqual(loadCoreConfig({}).disabledGroups, [])
-    assert.throws(() => loadCoreConfig({ AUTHGATE_DISABLED_GROUPS: 'core' }), ConfigError)
+    assert.throws(() => loadCoreConfig({ AUTHGATE_DISABLED_GROUPS: 'core' }), AuthgateConfigError)
     assert.throws(() => loadCoreConfig({ AUTHGATE_DISABLED_GROUPS: 'sms' }), /unknown group "sms"/)
   })
 })

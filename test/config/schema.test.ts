@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
-import { ConfigError, loadCoreConfig } from '../../src/config.ts'
+import { AuthgateConfigError, loadCoreConfig } from '../../src/config.ts'
 import { SETTINGS, closestSetting, settingValue, unknownVariables } from '../../src/config/schema.ts'
-import { defaultRateLimitConfig } from '../../src/plugin.ts'
+import { loadRateLimitSettings } from '../../src/settings.ts'
 import { DEFAULT_TITLE, DEFAULT_VERSION, resolveOpenApiConfig } from '../../src/openapi/index.ts'
 import { withTable } from '../../scripts/settings-table.ts'
 
@@ -38,7 +38,7 @@ test('schema defaults are the defaults the readers use', () => {
   assert.equal(core.requestIdHeader, 'x-request-id')
   assert.equal(core.metricsPath, '/metrics')
   assert.deepEqual(core.corsOrigins, [])
-  const rl = defaultRateLimitConfig({})
+  const rl = loadRateLimitSettings({})
   assert.equal(rl.ipv6PrefixLength, Number(settingValue({}, 'AUTHGATE_RATE_LIMIT_IPV6_PREFIX')))
   assert.equal(rl.memoryMaxKeys, Number(settingValue({}, 'AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS')))
   assert.equal(rl.onRedisError, settingValue({}, 'AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR'))
@@ -56,8 +56,8 @@ test('an unknown AUTHGATE_ variable is an error naming the closest known one', (
   assert.throws(
     () => loadCoreConfig({ AUTHGATE_BACKEND_ULR: 'http://x' }),
     (err: unknown) =>
-      err instanceof ConfigError &&
-      err.variable === 'AUTHGATE_BACKEND_ULR' &&
+      err instanceof AuthgateConfigError &&
+      err.option === 'AUTHGATE_BACKEND_ULR' &&
       err.message.includes('did you mean AUTHGATE_BACKEND_URL?'),
   )
   // Variables of this repository's own tools, and others' variables, are not settings.
@@ -81,11 +81,11 @@ test('durations need a unit', () => {
   for (const name of ['AUTHGATE_BACKEND_TIMEOUT', 'AUTHGATE_HEADER_TIMEOUT', 'AUTHGATE_SHUTDOWN_TIMEOUT']) {
     assert.throws(
       () => loadCoreConfig({ [name]: '10' }),
-      (err: unknown) => err instanceof ConfigError && err.variable === name && /needs a unit/.test(err.message),
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === name && /needs a unit/.test(err.message),
     )
   }
   assert.throws(
-    () => defaultRateLimitConfig({ AUTHGATE_REDIS_TIMEOUT: '100', AUTHGATE_REDIS_URL: 'redis://x' }),
+    () => loadRateLimitSettings({ AUTHGATE_REDIS_TIMEOUT: '100', AUTHGATE_REDIS_URL: 'redis://x' }),
     /needs a unit/,
   )
   assert.equal(loadCoreConfig({ AUTHGATE_BACKEND_TIMEOUT: '10s' }).backendTimeoutMs, 10_000)
@@ -119,7 +119,7 @@ test('new settings are parsed and checked', () => {
   for (const [name, value] of bad) {
     assert.throws(
       () => loadCoreConfig({ [name]: value }),
-      (err: unknown) => err instanceof ConfigError && err.variable === name,
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === name,
       `${name}=${value}`,
     )
   }

@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
-import { ConfigError, parseBackendUrl } from '../../src/config.ts'
-import { defaultRateLimitConfig } from '../../src/plugin.ts'
+import { AuthgateConfigError, parseBackendUrl } from '../../src/config.ts'
+import { loadRateLimitSettings } from '../../src/settings.ts'
 import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
 
 /** The value of one sample line, e.g. `authgate_http_requests_total{route="/auth/settings",method="GET",status="200"}`. */
@@ -31,7 +31,7 @@ describe('metrics after a mixed run', () => {
       res.end('{}')
     })
     app = await buildApp({
-      rateLimit: { ...defaultRateLimitConfig({ AUTHGATE_RATE_LIMIT: '2/1m' }) },
+      rateLimit: { ...loadRateLimitSettings({ AUTHGATE_RATE_LIMIT: '2/1m' }) },
       // Every request reaches the fake backend: no answer from the response cache.
       config: { backendUrl: parseBackendUrl('test', backend.url), backendTimeoutMs: 300, cacheTtlMs: 0 },
     })
@@ -173,15 +173,15 @@ describe('liveness and readiness', () => {
   it('a health, metrics or docs path that clashes with a route is a configuration error naming the variable', async () => {
     await assert.rejects(
       buildApp({ rateLimit: false, config: { readinessPath: '/auth/settings' } }),
-      (err: unknown) => err instanceof ConfigError && err.variable === 'AUTHGATE_READINESS_PATH',
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === 'AUTHGATE_READINESS_PATH',
     )
     await assert.rejects(
       buildApp({ rateLimit: false, openapi: { docsPath: '/auth/health' } }),
-      (err: unknown) => err instanceof ConfigError && err.variable === 'AUTHGATE_DOCS_PATH',
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === 'AUTHGATE_DOCS_PATH',
     )
     await assert.rejects(
       buildApp({ rateLimit: false, openapi: { docsPath: '/metrics' } }),
-      (err: unknown) => err instanceof ConfigError && err.variable === 'AUTHGATE_DOCS_PATH',
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === 'AUTHGATE_DOCS_PATH',
     )
   })
 

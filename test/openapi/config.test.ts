@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError } from '../../src/config.ts'
+import { AuthgateConfigError } from '../../src/config.ts'
 import { derive30Path, loadOpenApiConfig, resolveOpenApiConfig } from '../../src/openapi/config.ts'
 
 test('defaults: /openapi.json, /openapi-3.0.json, /docs, enabled', () => {
@@ -42,7 +42,7 @@ test('"off" turns parts off; empty values mean unset', () => {
   assert.deepEqual(loadOpenApiConfig({ AUTHGATE_OPENAPI_PATH: '', AUTHGATE_API_TITLE: '  ' }), {})
 })
 
-test('bad values throw ConfigError naming the variable', () => {
+test('bad values throw AuthgateConfigError naming the variable', () => {
   const bad: Array<[Record<string, string>, string]> = [
     [{ AUTHGATE_OPENAPI_PATH: 'openapi.json' }, 'AUTHGATE_OPENAPI_PATH'],
     [{ AUTHGATE_OPENAPI_PATH: '/openapi.json?x=1' }, 'AUTHGATE_OPENAPI_PATH'],
@@ -57,15 +57,15 @@ test('bad values throw ConfigError naming the variable', () => {
   for (const [env, variable] of bad) {
     assert.throws(
       () => loadOpenApiConfig(env),
-      (err: unknown) => err instanceof ConfigError && err.variable === variable,
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === variable,
       JSON.stringify(env),
     )
   }
 })
 
 test('library options are checked the same way', () => {
-  assert.throws(() => resolveOpenApiConfig({ docsPath: 'docs' }), ConfigError)
-  assert.throws(() => resolveOpenApiConfig({ openapiPath: '/x', openapi30Path: '/x' }), ConfigError)
+  assert.throws(() => resolveOpenApiConfig({ docsPath: 'docs' }), AuthgateConfigError)
+  assert.throws(() => resolveOpenApiConfig({ openapiPath: '/x', openapi30Path: '/x' }), AuthgateConfigError)
   assert.deepEqual(resolveOpenApiConfig({ docsPath: false, openapi30Path: false }), {
     enabled: true,
     openapiPath: '/openapi.json',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ConfigError } from '../../src/config.ts'
+import { AuthgateConfigError } from '../../src/config.ts'
 import { loadRateLimitConfig } from '../../src/ratelimit/config.ts'
 import { parseRate } from '../../src/ratelimit/policy.ts'
 import { DEFAULT_LIMITED, KNOWN_ROUTES } from './support/app.ts'
@@ -11,8 +11,8 @@ function throwsNaming(variable: string, env: Record<string, string>, pattern?: R
   assert.throws(
     () => load(env),
     (err: unknown) => {
-      assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`)
-      assert.equal(err.variable, variable)
+      assert.ok(err instanceof AuthgateConfigError, `expected AuthgateConfigError, got ${String(err)}`)
+      assert.equal(err.option, variable)
       if (pattern) assert.match(err.message, pattern)
       return true
     },
@@ -139,7 +139,7 @@ describe('rate-limit configuration', () => {
   it('a default route the caller passes that does not exist is a programming error', () => {
     assert.throws(
       () => loadRateLimitConfig({}, ['POST /nope'], KNOWN_ROUTES),
-      (err: Error) => !(err instanceof ConfigError),
+      (err: Error) => !(err instanceof AuthgateConfigError),
     )
   })
 })

@@ -1,0 +1,45 @@
+import { availableParallelism } from 'node:os'
+import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes.ts'
+import { loadCoreConfig, type CoreConfig } from './config.ts'
+import { AuthgateConfigError, type Env } from './config/env.ts'
+import { settingValue } from './config/schema.ts'
+import { loadOpenApiConfig, type OpenApiOptions } from './openapi/config.ts'
+import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
+
+/**
+ * The service's settings, read from the environment in this one place, each through the settings
+ * schema (src/config/schema.ts) that gives its default and `--help` text. The library reads no
+ * environment: a plugin or `buildApp` user passes options, checked by each feature's own resolver.
+ */
+export interface ServiceSettings {
+  core: CoreConfig
+  rateLimit: RateLimitConfig
+  openapi: OpenApiOptions
+  workers: number
+}
+
+/** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
+export function loadRateLimitSettings(env: Env = {}): RateLimitConfig {
+  return loadRateLimitConfig(env, DEFAULT_RATE_LIMITED, AUTH_ROUTES.map(routeName))
+}
+
+/** AUTHGATE_WORKERS: a count, or `auto` for one per core. */
+export function loadWorkerCount(env: Env = {}): number {
+  const raw = settingValue(env, 'AUTHGATE_WORKERS')!
+  if (raw === 'auto') return availableParallelism()
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 256)
+    throw new AuthgateConfigError(
+      'AUTHGATE_WORKERS',
+      `expected a count from 1 to 256 or "auto", got ${JSON.stringify(raw)}`,
+    )
+  return Number(raw)
+}
+
+export function loadServiceSettings(env: Env): ServiceSettings {
+  return {
+    core: loadCoreConfig(env),
+    rateLimit: loadRateLimitSettings(env),
+    openapi: loadOpenApiConfig(env),
+    workers: loadWorkerCount(env),
+  }
+}
