@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Dispatcher } from 'undici'
 import type { SupabaseAuthClient } from '../core/backend.ts'
 import { sendError } from '../errors.ts'
 import { recordBackend, type BackendErrorKind, type BackendExchange } from '../observability/backend-timing.ts'
 import { throttle } from '../observability/log-throttle.ts'
 import { clientIp } from './client-ip.ts'
-import { inboundResponseHeaders, outboundRequestHeaders } from './headers.ts'
+import { outboundRequestHeaders } from './headers.ts'
+import { mergeOwnHeaders, Relay } from './relay.ts'
 import { ResponseCache } from './response-cache.ts'
 
 export interface ForwarderOptions {
@@ -32,9 +32,6 @@ export interface ForwardTarget {
   /** The answer is the same for every client and may be served from the response cache. */
   cacheable?: boolean
 }
-
-/** Bodies up to this size are written in one piece with the response head. */
-const BUFFER_LIMIT = 64 * 1024
 
 // Errors that mean no usable connection to the backend (502); a connect timeout is unreachability too.
 const UNREACHABLE = new Set([
@@ -95,206 +92,110 @@ export class Forwarder {
   }
 
   /**
-   * Sends one request and relays the answer. Uses undici's dispatch handler API rather than
-   * `request()`: no Readable, no AbortController per request, chunks go straight to the client
-   * socket with backpressure (the shape of undici's own proxy agent).
+   * Sends one request and relays the answer: from the cache when the route allows and a fresh
+   * answer is stored, else to the backend with the request's own bytes and cleaned headers, the
+   * answer relayed by a `Relay` (src/proxy/relay.ts).
    */
   forward(request: FastifyRequest, reply: FastifyReply, target: ForwardTarget): Promise<void> {
     const cache = target.cacheable ? this.#cache : undefined
     const cacheKey = cache?.keyFor(request.raw)
-    if (cacheKey !== undefined) {
-      const hit = cache!.get(cacheKey, request.headers)
-      if (hit !== undefined) {
-        const flat = mergeOwnHeaders(hit.headers.slice(), reply.getHeaders(), this.#ownCors)
-        flat.push('age', String(cache!.ageSeconds(hit)))
-        reply.hijack()
-        reply.raw.writeHead(hit.status, flat)
-        reply.raw.end(hit.body)
-        return Promise.resolve()
-      }
-    }
+    if (cacheKey !== undefined && this.#answerFromCache(request, reply, cache!, cacheKey)) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      const relay = new Relay({
+        request,
+        reply,
+        ownCors: this.#ownCors,
+        cache: cacheKey === undefined ? undefined : { cache: cache!, key: cacheKey },
+        onExchange: (status, error) => this.#end(request, relay.startedAt, status, error),
+        onFailure: (err) => this.#answerFailure(request, reply, target, relay, err),
+        onDone: resolve,
+      })
+      this.#backend.dispatch(
+        {
+          method: target.method,
+          path: this.#backendPath(request, target),
+          headers: this.#outboundHeaders(request),
+          body: target.body ?? null,
+          headersTimeout: this.#timeoutMs,
+          bodyTimeout: this.#timeoutMs,
+        },
+        relay,
+      )
+    })
+  }
+
+  /** Answers from the response cache; false when nothing fresh is stored for this request. */
+  #answerFromCache(request: FastifyRequest, reply: FastifyReply, cache: ResponseCache, key: string): boolean {
+    const hit = cache.get(key, request.headers)
+    if (hit === undefined) return false
+    const flat = mergeOwnHeaders(hit.headers.slice(), reply.getHeaders(), this.#ownCors)
+    flat.push('age', String(cache.ageSeconds(hit)))
+    reply.hijack()
+    reply.raw.writeHead(hit.status, flat)
+    reply.raw.end(hit.body)
+    return true
+  }
+
+  /** The backend path: its base path, the route's target, and the raw query string, never re-encoded (docs/decisions.md, D3). */
+  #backendPath(request: FastifyRequest, target: ForwardTarget): string {
     const url = request.raw.url ?? ''
     const q = url.indexOf('?')
-    // The raw query string, never re-encoded (docs/decisions.md, D3).
-    const path = this.#backend.basePath + target.path + (q === -1 ? '' : url.slice(q))
-    // authgate's request id (never the client's own, unless it came through a trusted proxy), and
-    // the configured apikey in place of the client's, in the same pass as the header hygiene.
+    return this.#backend.basePath + target.path + (q === -1 ? '' : url.slice(q))
+  }
+
+  /**
+   * The request's headers after hygiene, with authgate's request id (never the client's own,
+   * unless it came through a trusted proxy) and the configured apikey in place of the client's.
+   */
+  #outboundHeaders(request: FastifyRequest): string[] {
     const idHeader = this.#requestIdHeader
-    const headers = outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
+    return outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
       clientIp: clientIp(request),
       host: request.headers.host,
       proto: request.protocol,
       replaced: this.#backend.replacedHeaders,
       set: idHeader === undefined ? this.#backend.fixedHeaders : [idHeader, request.id, ...this.#backend.fixedHeaders],
     })
-    const ownCors = this.#ownCors
-    const startedAt = performance.now()
-    const res = reply.raw
+  }
 
-    return new Promise<void>((resolve) => {
-      let controller: Dispatcher.DispatchController | undefined
-      let started = false
-      let held: Buffer[] | undefined = []
-      let heldBytes = 0
-      let clientGone = false
-      // What the cache would store: the status and headers relayed (before our own are merged).
-      let relayedStatus = 0
-      let relayedHeaders: string[] | undefined
-      // A client that goes away cancels its backend request.
-      const onClose = () => {
-        if (res.writableFinished) return
-        clientGone = true
-        controller?.abort(new Error('client closed the connection'))
-      }
-      // Set when a write is refused; 'drain' may come before pause() is reached, so it clears the flag.
-      // The listener is added only once a body streams: most answers are held and written in one piece.
-      let waitingForDrain = false
-      let drainListening = false
-      const onDrain = () => {
-        waitingForDrain = false
-        controller?.resume()
-      }
-      const write = (b: Buffer) => {
-        if (!drainListening) {
-          drainListening = true
-          res.on('drain', onDrain)
-        }
-        if (!res.write(b)) waitingForDrain = true
-      }
-      res.once('close', onClose)
-      const done = () => {
-        res.off('close', onClose)
-        if (drainListening) res.off('drain', onDrain)
-        resolve()
-      }
-
-      this.#backend.dispatch(
-        {
-          method: target.method,
-          path,
-          headers,
-          body: target.body ?? null,
-          headersTimeout: this.#timeoutMs,
-          bodyTimeout: this.#timeoutMs,
-        },
-        {
-          onRequestStart(c) {
-            controller = c
-            if (clientGone) c.abort(new Error('client closed the connection'))
-          },
-          onResponseStart: (c, statusCode) => {
-            this.#end(request, startedAt, statusCode)
-            const relayed = inboundResponseHeaders(c.rawHeaders as Buffer[])
-            if (cacheKey !== undefined) {
-              relayedStatus = statusCode
-              relayedHeaders = relayed.slice()
-            }
-            const flat = mergeOwnHeaders(relayed, reply.getHeaders(), ownCors)
-            // Write the backend's answer directly: Fastify would re-case, merge and reorder headers.
-            reply.hijack()
-            started = true
-            try {
-              res.writeHead(statusCode, flat)
-            } catch (err) {
-              this.#end(request, startedAt, statusCode, 'bad_header')
-              request.log.error({ err }, 'backend sent a header Node.js refuses to relay')
-              c.abort(err as Error)
-              res.destroy()
-            }
-          },
-          onResponseData(c, chunk) {
-            // Small answers (most of Supabase Auth's) are held and written with the head in one
-            // syscall; past BUFFER_LIMIT the body streams with backpressure.
-            if (held !== undefined) {
-              held.push(chunk)
-              heldBytes += chunk.length
-              if (heldBytes <= BUFFER_LIMIT) return
-              for (const b of held) write(b)
-              held = undefined
-            } else write(chunk)
-            if (waitingForDrain) c.pause()
-          },
-          onResponseEnd() {
-            if (held === undefined || held.length === 0) res.end()
-            else {
-              const body = held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes)
-              res.end(body)
-              if (relayedHeaders !== undefined)
-                cache!.store(cacheKey!, relayedStatus, relayedHeaders, body, request.headers)
-            }
-            done()
-          },
-          onResponseError: (_c, err: Error & { code?: string }) => {
-            if (clientGone) return done()
-            if (started) {
-              this.#end(request, startedAt, reply.raw.statusCode, 'relay')
-              this.#logFailure(
-                request,
-                'warn',
-                'relay',
-                { err: { code: err.code, message: err.message } },
-                'relaying the backend body failed',
-              )
-              res.destroy()
-              return done()
-            }
-            const code = err.code ?? ''
-            if (code === 'UND_ERR_HEADERS_TIMEOUT') {
-              this.#end(request, startedAt, undefined, 'timeout')
-              this.#logFailure(
-                request,
-                'warn',
-                'timeout',
-                { backendPath: target.path },
-                'backend did not answer in time',
-              )
-              sendError(request, reply, 'request_timeout')
-            } else {
-              const kind =
-                code === 'UND_ERR_CONNECT_TIMEOUT'
-                  ? 'connect_timeout'
-                  : UNREACHABLE.has(code)
-                    ? 'unreachable'
-                    : 'failed'
-              this.#end(request, startedAt, undefined, kind)
-              this.#logFailure(
-                request,
-                'error',
-                `${kind}:${code}`,
-                { err: { code, message: err.message }, backendPath: target.path },
-                kind === 'failed' ? 'backend request failed' : 'backend unreachable',
-              )
-              // The internal address stays in the log, never in the answer.
-              sendError(request, reply, 'backend_unreachable')
-            }
-            done()
-          },
-        },
+  /** A backend exchange that failed: 504 or 502 in our shape before the answer started, a cut connection after. */
+  #answerFailure(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    target: ForwardTarget,
+    relay: Relay,
+    err: Error & { code?: string },
+  ): void {
+    if (relay.started) {
+      this.#end(request, relay.startedAt, reply.raw.statusCode, 'relay')
+      this.#logFailure(
+        request,
+        'warn',
+        'relay',
+        { err: { code: err.code, message: err.message } },
+        'relaying the backend body failed',
       )
-    })
-  }
-}
-
-/**
- * The backend's headers (hop-by-hop aside), then those the gateway's own hooks set (rate-limit
- * headers) unless the backend sent the same name.
- */
-function mergeOwnHeaders(relayed: string[], own: Record<string, unknown>, ownCors: boolean): string[] {
-  // Only authgate's CORS answer counts: the backend's (`*` from Supabase Auth) would override the origin list.
-  const flat = ownCors
-    ? relayed.filter((_, i, all) => !all[i - (i % 2)]!.toLowerCase().startsWith('access-control-'))
-    : relayed
-  let seen: Set<string> | undefined
-  for (const name in own) {
-    const value = own[name]
-    if (value === undefined) continue
-    if (seen === undefined) {
-      seen = new Set()
-      for (let i = 0; i < flat.length; i += 2) seen.add(flat[i]!.toLowerCase())
+      reply.raw.destroy()
+      return
     }
-    if (seen.has(name.toLowerCase())) continue
-    if (Array.isArray(value)) for (const v of value) flat.push(name, String(v))
-    else flat.push(name, String(value))
+    const code = err.code ?? ''
+    if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+      this.#end(request, relay.startedAt, undefined, 'timeout')
+      this.#logFailure(request, 'warn', 'timeout', { backendPath: target.path }, 'backend did not answer in time')
+      sendError(request, reply, 'request_timeout')
+      return
+    }
+    const kind =
+      code === 'UND_ERR_CONNECT_TIMEOUT' ? 'connect_timeout' : UNREACHABLE.has(code) ? 'unreachable' : 'failed'
+    this.#end(request, relay.startedAt, undefined, kind)
+    this.#logFailure(
+      request,
+      'error',
+      `${kind}:${code}`,
+      { err: { code, message: err.message }, backendPath: target.path },
+      kind === 'failed' ? 'backend request failed' : 'backend unreachable',
+    )
+    // The internal address stays in the log, never in the answer.
+    sendError(request, reply, 'backend_unreachable')
   }
-  return flat
 }

@@ -1,0 +1,160 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Dispatcher } from 'undici'
+import type { BackendErrorKind } from '../observability/backend-timing.ts'
+import { inboundResponseHeaders } from './headers.ts'
+import type { ResponseCache } from './response-cache.ts'
+
+/** Bodies up to this size are written in one piece with the response head. */
+const BUFFER_LIMIT = 64 * 1024
+
+export interface RelayOptions {
+  request: FastifyRequest
+  reply: FastifyReply
+  /** authgate answers CORS itself: the backend's `Access-Control-*` headers are dropped. */
+  ownCors: boolean
+  /** Where a complete answer is stored, for a cacheable route. */
+  cache: { cache: ResponseCache; key: string } | undefined
+  /** The exchange ended with a status (or an error kind): timing and metrics. */
+  onExchange(status: number | undefined, error?: BackendErrorKind): void
+  /** The backend request failed (before or after the answer started); the client is not gone. */
+  onFailure(err: Error & { code?: string }): void
+  /** Always called once, when the relay is over. */
+  onDone(): void
+}
+
+/**
+ * One backend answer relayed to the client, as undici's dispatch handler: the backend's status and
+ * headers written directly (Fastify would re-case, merge and reorder them), small bodies held and
+ * written with the head in one piece, larger ones streamed with backpressure. A client that goes
+ * away cancels the backend request. No Readable and no AbortController per request (the shape of
+ * undici's own proxy agent).
+ */
+export class Relay implements Dispatcher.DispatchHandler {
+  readonly startedAt = performance.now()
+  /** True once the response head was written to the client. */
+  started = false
+  readonly #o: RelayOptions
+  readonly #res: FastifyReply['raw']
+  #controller: Dispatcher.DispatchController | undefined
+  #held: Buffer[] | undefined = []
+  #heldBytes = 0
+  #clientGone = false
+  // Set when a write is refused; 'drain' may come before pause() is reached, so it clears the flag.
+  // The listener is added only once a body streams: most answers are held and written in one piece.
+  #waitingForDrain = false
+  #drainListening = false
+  // What the cache would store: the status and headers relayed (before our own are merged).
+  #relayedStatus = 0
+  #relayedHeaders: string[] | undefined
+
+  constructor(options: RelayOptions) {
+    this.#o = options
+    this.#res = options.reply.raw
+    this.#res.once('close', this.#onClose)
+  }
+
+  readonly #onClose = () => {
+    if (this.#res.writableFinished) return
+    this.#clientGone = true
+    this.#controller?.abort(new Error('client closed the connection'))
+  }
+
+  readonly #onDrain = () => {
+    this.#waitingForDrain = false
+    this.#controller?.resume()
+  }
+
+  #write(b: Buffer): void {
+    if (!this.#drainListening) {
+      this.#drainListening = true
+      this.#res.on('drain', this.#onDrain)
+    }
+    if (!this.#res.write(b)) this.#waitingForDrain = true
+  }
+
+  #done(): void {
+    this.#res.off('close', this.#onClose)
+    if (this.#drainListening) this.#res.off('drain', this.#onDrain)
+    this.#o.onDone()
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller
+    if (this.#clientGone) controller.abort(new Error('client closed the connection'))
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.#o.onExchange(statusCode)
+    const relayed = inboundResponseHeaders(controller.rawHeaders as Buffer[])
+    if (this.#o.cache !== undefined) {
+      this.#relayedStatus = statusCode
+      this.#relayedHeaders = relayed.slice()
+    }
+    const flat = mergeOwnHeaders(relayed, this.#o.reply.getHeaders(), this.#o.ownCors)
+    this.#o.reply.hijack()
+    this.started = true
+    try {
+      this.#res.writeHead(statusCode, flat)
+    } catch (err) {
+      this.#o.onExchange(statusCode, 'bad_header')
+      this.#o.request.log.error({ err }, 'backend sent a header Node.js refuses to relay')
+      controller.abort(err as Error)
+      this.#res.destroy()
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    // Small answers (most of Supabase Auth's) are held and written with the head in one syscall;
+    // past BUFFER_LIMIT the body streams with backpressure.
+    if (this.#held !== undefined) {
+      this.#held.push(chunk)
+      this.#heldBytes += chunk.length
+      if (this.#heldBytes <= BUFFER_LIMIT) return
+      for (const b of this.#held) this.#write(b)
+      this.#held = undefined
+    } else this.#write(chunk)
+    if (this.#waitingForDrain) controller.pause()
+  }
+
+  onResponseEnd(): void {
+    const held = this.#held
+    if (held === undefined || held.length === 0) this.#res.end()
+    else {
+      const body = held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes)
+      this.#res.end(body)
+      const cache = this.#o.cache
+      if (cache !== undefined && this.#relayedHeaders !== undefined)
+        cache.cache.store(cache.key, this.#relayedStatus, this.#relayedHeaders, body, this.#o.request.headers)
+    }
+    this.#done()
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
+    if (!this.#clientGone) this.#o.onFailure(err)
+    this.#done()
+  }
+}
+
+/**
+ * The backend's headers (hop-by-hop aside), then those the gateway's own hooks set (rate-limit
+ * headers) unless the backend sent the same name.
+ */
+export function mergeOwnHeaders(relayed: string[], own: Record<string, unknown>, ownCors: boolean): string[] {
+  // Only authgate's CORS answer counts: the backend's (`*` from Supabase Auth) would override the origin list.
+  const flat = ownCors
+    ? relayed.filter((_, i, all) => !all[i - (i % 2)]!.toLowerCase().startsWith('access-control-'))
+    : relayed
+  let seen: Set<string> | undefined
+  for (const name in own) {
+    const value = own[name]
+    if (value === undefined) continue
+    if (seen === undefined) {
+      seen = new Set()
+      for (let i = 0; i < flat.length; i += 2) seen.add(flat[i]!.toLowerCase())
+    }
+    if (seen.has(name.toLowerCase())) continue
+    if (Array.isArray(value)) for (const v of value) flat.push(name, String(v))
+    else flat.push(name, String(value))
+  }
+  return flat
+}
