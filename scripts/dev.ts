@@ -48,6 +48,7 @@ Options:
   --prefix <path>    authgate's mount prefix (default /auth)
   --database <name>  Supabase Auth's database (default authgate_dev)
   --fresh            start from an empty database
+  --postgres-dir <d> the embedded PostgreSQL's directory (default .cache/dev-postgres)
   -h, --help         show this help`
 
 const CONTROL_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
@@ -182,6 +183,7 @@ export async function runDev(argv: string[]): Promise<number> {
       prefix: { type: 'string', default: '/auth' },
       database: { type: 'string', default: 'authgate_dev' },
       fresh: { type: 'boolean', default: false },
+      'postgres-dir': { type: 'string', default: EMBEDDED_DIR },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -244,11 +246,12 @@ export async function runDev(argv: string[]): Promise<number> {
         postgresLine = `PostgreSQL at ${target.host}:${target.port}`
       } else {
         say(
-          `${unreachable.split(';')[0]}: using an embedded PostgreSQL (data in ${relative(process.cwd(), EMBEDDED_DIR) || '.'})`,
+          `${unreachable.split(';')[0]}: using an embedded PostgreSQL (data in ${relative(process.cwd(), resolve(values['postgres-dir'])) || '.'})`,
         )
         const reservation = await reservePort()
         await reservation.release()
         const embedded = await startEmbeddedPostgres({
+          dir: resolve(values['postgres-dir']),
           port: reservation.port,
           database,
           fresh: values.fresh,

