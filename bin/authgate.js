@@ -13,6 +13,17 @@ if (!supported(process.versions.node)) {
   process.exit(1)
 }
 
+// `authgate dev`: the whole local stack (see scripts/dev.ts), from a clone of the repository only.
+if (process.argv[2] === 'dev') {
+  const dev = new URL('../scripts/dev.ts', import.meta.url)
+  if (!existsSync(dev)) {
+    process.stderr.write('authgate dev runs from a clone of the authgate repository (npm ci && npm run dev)\n')
+    process.exit(1)
+  }
+  const { runDev } = await import(dev.href)
+  process.exit(await runDev(process.argv.slice(3)))
+}
+
 // From a checkout, the TypeScript sources (Node.js runs them directly); from the npm package, the
 // compiled ones. The service runs in this process, so signals reach it directly.
 const source = new URL('../src/main.ts', import.meta.url)

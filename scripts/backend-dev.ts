@@ -1,15 +1,15 @@
 // Runs a real Supabase Auth server in the foreground as authgate's development backend,
 // with the same settings as the end-to-end tests. Usage: npm run backend:dev -- --help
 import { spawn } from 'node:child_process'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { generateJwtSecret, generateSigningJwk, signServiceRoleJwt } from '../e2e/support/jwt.ts'
-import type { SigningJwk } from '../e2e/support/jwt.ts'
+import { signServiceRoleJwt } from '../e2e/support/jwt.ts'
 import { authDatabaseUrl, postgresUnavailableReason, prepareAuthDatabase } from '../e2e/support/postgres.ts'
 import { BINARY_ENV, findSupabaseAuthBinary } from '../e2e/support/supabase-auth-binary.ts'
 import { supabaseAuthEnv, TEST_PHONE_OTPS } from '../e2e/support/supabase-auth-env.ts'
+import { loadOrCreateKeys, repoRoot } from './dev/keys.ts'
+import type { DevKeys } from './dev/keys.ts'
 
 const HELP = `Usage: npm run backend:dev -- [options]
 
@@ -35,25 +35,6 @@ Options:
 
 The JWT secret and signing key are kept in .cache/supabase-auth-dev/keys.json so tokens
 survive restarts; delete that file to rotate them.`
-
-interface DevKeys {
-  jwtSecret: string
-  signingJwk: SigningJwk
-}
-
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..')
-const keysFile = join(repoRoot, '.cache', 'supabase-auth-dev', 'keys.json')
-
-async function loadOrCreateKeys(): Promise<DevKeys> {
-  try {
-    return JSON.parse(await readFile(keysFile, 'utf8')) as DevKeys
-  } catch {
-    const keys: DevKeys = { jwtSecret: generateJwtSecret(), signingJwk: generateSigningJwk() }
-    await mkdir(dirname(keysFile), { recursive: true })
-    await writeFile(keysFile, JSON.stringify(keys, null, 2), { mode: 0o600 })
-    return keys
-  }
-}
 
 function parseExtraEnv(pairs: string[]): Record<string, string> {
   const env: Record<string, string> = {}

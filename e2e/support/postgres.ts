@@ -58,7 +58,8 @@ export async function postgresUnavailableReason(target = postgresTarget()): Prom
   return undefined
 }
 
-const CLUSTER_ROLES_SQL = `
+/** The roles Supabase Auth expects in the cluster; safe to run again. */
+export const CLUSTER_ROLES_SQL = `
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'postgres') THEN
@@ -93,15 +94,17 @@ export async function prepareAuthDatabase(
   if (exists !== '1') {
     await runPsql(target, 'postgres', `CREATE DATABASE ${database}`)
   }
-  await runPsql(
-    target,
-    database,
-    [
-      `CREATE SCHEMA IF NOT EXISTS ${AUTH_SCHEMA} AUTHORIZATION ${AUTH_ADMIN_ROLE}`,
-      `GRANT CREATE ON DATABASE ${database} TO ${AUTH_ADMIN_ROLE}`,
-      `ALTER ROLE ${AUTH_ADMIN_ROLE} IN DATABASE ${database} SET search_path = ${AUTH_SCHEMA}`,
-    ].join(';\n'),
-  )
+  await runPsql(target, database, authDatabaseSql(database).join(';\n'))
+}
+
+/** What the database itself needs, run inside it once it exists; safe to run again. */
+export function authDatabaseSql(database: string): string[] {
+  assertDatabaseName(database)
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${AUTH_SCHEMA} AUTHORIZATION ${AUTH_ADMIN_ROLE}`,
+    `GRANT CREATE ON DATABASE ${database} TO ${AUTH_ADMIN_ROLE}`,
+    `ALTER ROLE ${AUTH_ADMIN_ROLE} IN DATABASE ${database} SET search_path = ${AUTH_SCHEMA}`,
+  ]
 }
 
 export async function dropDatabase(database: string, target = postgresTarget()): Promise<void> {

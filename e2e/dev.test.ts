@@ -1,0 +1,241 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { GoTrueClient } from '@supabase/auth-js'
+import { embeddedPostgresBinaries } from '../scripts/dev/embedded-postgres.ts'
+import { dropDatabase, postgresUnavailableReason } from './support/postgres.ts'
+import { reservePort } from './support/supabase-auth.ts'
+import { findSupabaseAuthBinary } from './support/supabase-auth-binary.ts'
+
+/**
+ * `npm run dev` as a person runs it: started in a process group of its own (a terminal's), used
+ * through the URLs and credentials it prints, stopped with SIGINT to the whole group (Ctrl-C).
+ * Afterwards no process it started may be alive and none of its ports open.
+ */
+const repoRoot = fileURLToPath(new URL('..', import.meta.url))
+
+const binary = await findSupabaseAuthBinary()
+const noBinary = 'reason' in binary ? binary.reason : undefined
+const noPostgres = await postgresUnavailableReason()
+const embedded = await embeddedPostgresBinaries()
+const noEmbedded = 'reason' in embedded ? embedded.reason : undefined
+
+interface Ready {
+  api: string
+  docs: string
+  metrics: string
+  email: string
+  password: string
+  /** authgate, Supabase Auth and (embedded) PostgreSQL ports. */
+  ports: number[]
+}
+
+interface DevRun {
+  child: ChildProcess
+  ready: Ready
+  output(): string
+}
+
+const READY = /authgate dev: ready — API (\S+) · docs (\S+) · metrics (\S+) · test user (\S+) \/ (\S+)\n/
+const BACKEND = /Supabase Auth {2}http:\/\/127\.0\.0\.1:(\d+) \(.*? at 127\.0\.0\.1:(\d+)\)/
+
+async function startDev(args: string[], env: Record<string, string> = {}): Promise<DevRun> {
+  const child = spawn('npm', ['run', 'dev', '--', ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, AUTHGATE_LOG_LEVEL: 'warn', ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  // The first start may create a cluster and run every migration: minutes on a loaded machine.
+  const deadline = Date.now() + 240_000
+  while (Date.now() < deadline) {
+    const ready = READY.exec(output)
+    const backend = BACKEND.exec(output)
+    if (ready !== null && backend !== null) {
+      const [, api, docs, metrics, email, password] = ready as unknown as string[]
+      const authgatePort = Number(new URL(api!).port)
+      const ports = [authgatePort, Number(backend[1])]
+      if (output.includes('embedded PostgreSQL')) ports.push(Number(backend[2]))
+      return {
+        child,
+        ready: { api: api!, docs: docs!, metrics: metrics!, email: email!, password: password!, ports },
+        output: () => output,
+      }
+    }
+    if (child.exitCode !== null) throw new Error(`npm run dev exited (${child.exitCode}):\n${output}`)
+    await sleep(250)
+  }
+  process.kill(-child.pid!, 'SIGKILL')
+  throw new Error(`npm run dev printed no ready line within 240 s:\n${output}`)
+}
+
+/** Every process below `root`, from /proc. */
+async function descendants(root: number): Promise<number[]> {
+  const parents = new Map<number, number>()
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '')
+    // pid (comm) state ppid ...; comm may hold spaces and parentheses, so it is read from the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+    if (Number.isInteger(ppid)) parents.set(Number(entry), ppid)
+  }
+  const found: number[] = []
+  const queue = [root]
+  while (queue.length > 0) {
+    const parent = queue.shift()!
+    for (const [pid, ppid] of parents) {
+      if (ppid === parent) {
+        found.push(pid)
+        queue.push(pid)
+      }
+    }
+  }
+  return found
+}
+
+async function alive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined)
+  // A zombie has ended; only its parent's wait is pending.
+  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1' })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+/** Ctrl-C as a terminal sends it: SIGINT to every process of the group. */
+async function interrupt(run: DevRun): Promise<void> {
+  const pid = run.child.pid!
+  const tree = await descendants(pid)
+  assert.ok(tree.length >= 3, `npm, authgate dev and its services run: ${tree.join(' ')}`)
+  const exited = new Promise<number | null>((resolve) => run.child.once('exit', (code) => resolve(code)))
+  process.kill(-pid, 'SIGINT')
+  const code = await Promise.race([exited, sleep(120_000, 'timeout' as const, { ref: false })])
+  assert.notEqual(code, 'timeout', `npm run dev did not stop within 120 s:\n${run.output()}`)
+  assert.equal(code, 0, run.output())
+  // Orphans would be adopted by init at once; a moment is allowed for their exit to be reaped.
+  let left: number[] = []
+  for (let i = 0; i < 50; i++) {
+    left = []
+    for (const p of [pid, ...tree]) if (await alive(p)) left.push(p)
+    if (left.length === 0) break
+    await sleep(100)
+  }
+  assert.deepEqual(left, [], 'processes left running')
+  for (const port of run.ready.ports) assert.equal(await portOpen(port), false, `port ${port} is still open`)
+}
+
+function client(api: string): GoTrueClient {
+  return new GoTrueClient({ url: api, persistSession: false, autoRefreshToken: false, detectSessionInUrl: false })
+}
+
+/** Signs a new user up, then in, then reads it back with the token: the "try it" sequence. */
+async function signUpAndIn(api: string, email: string, password: string): Promise<void> {
+  const auth = client(api)
+  const signUp = await auth.signUp({ email, password })
+  assert.equal(signUp.error, null)
+  // E-mail auto-confirmation is on: the sign-up itself opens a session.
+  assert.ok(signUp.data.session?.access_token)
+  await signIn(api, email, password)
+}
+
+async function signIn(api: string, email: string, password: string): Promise<void> {
+  const auth = client(api)
+  const { data, error } = await auth.signInWithPassword({ email, password })
+  assert.equal(error, null)
+  const user = await auth.getUser(data.session!.access_token)
+  assert.equal(user.error, null)
+  assert.equal(user.data.user?.email, email)
+}
+
+async function freePort(): Promise<number> {
+  const reservation = await reservePort()
+  await reservation.release()
+  return reservation.port
+}
+
+describe('npm run dev', { timeout: 900_000 }, () => {
+  const database = `authgate_devtest_${process.pid}`
+  after(async () => {
+    if (noBinary === undefined && noPostgres === undefined) await dropDatabase(database).catch(() => undefined)
+  })
+
+  it(
+    'with the PostgreSQL at PGHOST: ready line, sign-up and sign-in through it, Ctrl-C leaves nothing',
+    { skip: noBinary ?? noPostgres ?? false, timeout: 400_000 },
+    async () => {
+      const run = await startDev(['--port', String(await freePort()), '--database', database, '--fresh'])
+      try {
+        const { api, docs, metrics, email, password } = run.ready
+        assert.match(api, /^http:\/\/localhost:\d+\/auth$/)
+        assert.match(run.output(), /PostgreSQL at /)
+        await signIn(api, email, password)
+        await signUpAndIn(api, `dev-test-${Date.now()}@example.com`, 'dev-test-password-1')
+        // The JWT issuer is the public URL: what a client verifying tokens expects.
+        const session = await client(api).signInWithPassword({ email, password })
+        const claims = JSON.parse(
+          Buffer.from(session.data.session!.access_token.split('.')[1]!, 'base64url').toString(),
+        )
+        assert.equal(claims.iss, api)
+        for (const url of [docs, metrics]) {
+          const response = await fetch(url)
+          await response.body?.cancel()
+          assert.equal(response.status, 200, url)
+        }
+      } finally {
+        await interrupt(run)
+      }
+    },
+  )
+
+  it(
+    'with no PostgreSQL reachable: an embedded one, whose data the second start reuses',
+    { skip: noBinary ?? noEmbedded ?? false, timeout: 600_000 },
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'authgate-dev-postgres-'))
+      // As root, PostgreSQL runs as another account, which must reach the directory.
+      await chmod(dir, 0o755)
+      const nothing = await freePort()
+      const env = { PGHOST: '127.0.0.1', PGPORT: String(nothing) }
+      const args = ['--postgres-dir', dir, '--database', 'authgate_dev']
+      const email = `dev-embedded-${Date.now()}@example.com`
+      try {
+        const first = await startDev(['--port', String(await freePort()), ...args], env)
+        try {
+          assert.match(first.output(), /using an embedded PostgreSQL/)
+          assert.equal(first.ready.ports.length, 3)
+          await signIn(first.ready.api, first.ready.email, first.ready.password)
+          await signUpAndIn(first.ready.api, email, 'dev-test-password-1')
+        } finally {
+          await interrupt(first)
+        }
+        const second = await startDev(['--port', String(await freePort()), ...args], env)
+        try {
+          assert.doesNotMatch(second.output(), /creating its cluster/)
+          await signIn(second.ready.api, email, 'dev-test-password-1')
+        } finally {
+          await interrupt(second)
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    },
+  )
+})
