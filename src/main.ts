@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster'
+import { readFileSync } from 'node:fs'
 import { PrimaryStore, runPrimary, workerCount } from './cluster.ts'
 import { defaultRateLimitConfig } from './plugin.ts'
 import { ConfigError, loadCoreConfig } from './config.ts'
@@ -7,19 +8,35 @@ import { loadOpenApiConfig } from './openapi/index.ts'
 import { settingsHelp } from './config/schema.ts'
 import { installShutdown } from './shutdown.ts'
 
+const USAGE = `Usage: authgate              (configuration from the environment)
+       authgate --help       (this text and every setting)
+       authgate --version
+`
+
 const HELP = `authgate — Supabase Auth behind your own API origin
 
-Usage: authgate            (configuration from the environment)
-       authgate --help
-
+${USAGE}
 Settings (environment variables; durations need a unit: 500ms, 10s, 5m, 1h):
 
 ${settingsHelp()}`
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  const args = process.argv.slice(2)
+  if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(HELP)
     return
+  }
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    process.stdout.write(`${pkg.version}\n`)
+    return
+  }
+  // Settings come only from the environment: anything on the command line is a mistake (a typo of
+  // --help must not start a service on 0.0.0.0).
+  if (args.length > 0) {
+    const unknown = args.find((a) => a !== '--version' && a !== '-v') ?? args[1]
+    process.stderr.write(`authgate: unknown argument ${JSON.stringify(unknown)}\n${USAGE}`)
+    process.exit(2)
   }
   let config, rateLimit, openapi, workers
   try {
