@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { OPTIONAL_GROUPS, type OptionalGroup } from './auth/groups.ts'
 
 /**
@@ -122,6 +123,27 @@ export function parsePrefix(variable: string, raw: string): string {
   return trimmed
 }
 
+/**
+ * A listening address: an IP address or a host name (RFC 1123 labels). Checked here so that a typo
+ * is a configuration error naming HOST, not a resolver failure with a stack trace at listen.
+ */
+export function parseHost(variable: string, raw: string): string {
+  const h = raw.trim()
+  const label = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/
+  const name =
+    h.length <= 253 &&
+    h
+      .replace(/\.$/, '')
+      .split('.')
+      .every((l) => label.test(l))
+  if (isIP(h) === 0 && !name)
+    throw new ConfigError(
+      variable,
+      `not an IP address or host name: ${JSON.stringify(raw)} (e.g. 0.0.0.0 for every IPv4 interface, :: for every interface, 127.0.0.1, localhost)`,
+    )
+  return h
+}
+
 const IPV4 = /^(\d{1,3})(\.\d{1,3}){3}$/
 export function parseCidrList(variable: string, raw: string): string[] {
   const items = raw
@@ -225,7 +247,7 @@ export function loadCoreConfig(env: Env = process.env, options: { strict?: boole
   const port = parseIntIn('PORT', required('PORT'), 0, 65535)
   const config: CoreConfig = {
     port,
-    host: required('HOST'),
+    host: parseHost('HOST', required('HOST')),
     backendUrl: parseBackendUrl('AUTHGATE_BACKEND_URL', required('AUTHGATE_BACKEND_URL')),
     // An empty AUTHGATE_PREFIX means no prefix, not the default.
     prefix: parsePrefix('AUTHGATE_PREFIX', env.AUTHGATE_PREFIX ?? required('AUTHGATE_PREFIX')),
@@ -272,17 +294,21 @@ export function loadCoreConfig(env: Env = process.env, options: { strict?: boole
     )
   if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === port)
     throw new ConfigError('AUTHGATE_METRICS_PORT', 'must differ from PORT (leave it unset to serve metrics on PORT)')
-  const served = [
-    config.metricsPort === undefined ? config.metricsPath : false,
-    config.livenessPath,
-    config.readinessPath,
+  const served: Array<[string, string | false]> = [
+    ['AUTHGATE_METRICS_PATH', config.metricsPort === undefined ? config.metricsPath : false],
+    ['AUTHGATE_LIVENESS_PATH', config.livenessPath],
+    ['AUTHGATE_READINESS_PATH', config.readinessPath],
   ]
-  const paths = served.filter((p): p is string => p !== false)
-  if (new Set(paths).size !== paths.length)
-    throw new ConfigError(
-      'AUTHGATE_READINESS_PATH',
-      `AUTHGATE_METRICS_PATH, AUTHGATE_LIVENESS_PATH and AUTHGATE_READINESS_PATH must differ, got ${paths.join(', ')}`,
-    )
+  for (const [i, [first, path]] of served.entries()) {
+    const clash = served.slice(i + 1).find(([, other]) => path !== false && other === path)
+    if (!clash) continue
+    // Blame the one the operator set (the other is then its default), naming both.
+    const [blamed, other] =
+      envValue(env, clash[0]) === undefined && envValue(env, first) !== undefined
+        ? [first, clash[0]]
+        : [clash[0], first]
+    throw new ConfigError(blamed, `${JSON.stringify(path)} is also ${other}'s path; the two must differ`)
+  }
   return config
 }
 

@@ -6,6 +6,7 @@ import { defaultRateLimitConfig } from './plugin.ts'
 import { ConfigError, loadCoreConfig } from './config.ts'
 import { loadOpenApiConfig } from './openapi/index.ts'
 import { settingsHelp } from './config/schema.ts'
+import { readSettings } from './config/collect.ts'
 import { installShutdown } from './shutdown.ts'
 
 const USAGE = `Usage: authgate              (configuration from the environment)
@@ -40,10 +41,12 @@ async function main(): Promise<void> {
   }
   let config, rateLimit, openapi, workers
   try {
-    config = loadCoreConfig(process.env)
-    rateLimit = defaultRateLimitConfig(process.env)
-    openapi = loadOpenApiConfig(process.env)
-    workers = workerCount(process.env)
+    ;({ config, rateLimit, openapi, workers } = readSettings(process.env, (env) => ({
+      config: loadCoreConfig(env),
+      rateLimit: defaultRateLimitConfig(env),
+      openapi: loadOpenApiConfig(env),
+      workers: workerCount(env),
+    })))
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
@@ -73,7 +76,19 @@ async function main(): Promise<void> {
 
   installShutdown(app, { timeoutMs: config.shutdownTimeoutMs, delayMs: config.shutdownDelayMs })
 
-  const address = await app.listen({ port: config.port, host: config.host })
+  let address
+  try {
+    address = await app.listen({ port: config.port, host: config.host })
+  } catch (err) {
+    // The system's refusal (port taken, no permission, a host name that does not resolve here) is
+    // the operator's to fix: said in one line, without a stack trace.
+    const code = (err as { code?: unknown }).code
+    if (typeof code !== 'string' || !code.startsWith('E')) throw err
+    process.stderr.write(
+      `authgate: cannot listen on ${config.host}:${config.port} (HOST, PORT): ${(err as Error).message}\n`,
+    )
+    process.exit(1)
+  }
   app.log.info({ address, backend: config.backendUrl.href, prefix: config.prefix || '/' }, 'authgate ready')
 }
 

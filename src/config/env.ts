@@ -21,10 +21,11 @@ export function envValue(env: Env, name: string): string | undefined {
   return t === '' ? undefined : t
 }
 
-/** A decimal integer in [min, max]. */
+/** A decimal integer in [min, max]; both failures name the range. */
 export function parseIntIn(variable: string, raw: string, min: number, max: number): number {
   const s = raw.trim()
-  if (!/^\d+$/.test(s)) throw new ConfigError(variable, `expected an integer, got ${JSON.stringify(raw)}`)
+  if (!/^[+-]?\d+$/.test(s))
+    throw new ConfigError(variable, `expected an integer between ${min} and ${max}, got ${JSON.stringify(raw)}`)
   const n = Number(s)
   if (n < min || n > max) throw new ConfigError(variable, `must be between ${min} and ${max}, got ${n}`)
   return n
