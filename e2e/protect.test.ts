@@ -196,12 +196,13 @@ describe('protecting application routes with Supabase Auth tokens', () => {
     assert.equal(await status('/api/me', forged), 401)
   })
 
-  it('an aal1 token on an aal2 route: 403 insufficient_aal', needsBackend, async () => {
+  it('an aal1 token on an aal2 route: 401 insufficient_aal (RFC 9470)', needsBackend, async () => {
     const { token } = await signedIn('mfa@example.com')
     const res = await call('/api/mfa', token)
-    assert.equal(res.status, 403)
+    assert.equal(res.status, 401)
     assert.equal(res.headers.get('x-sb-error-code'), 'insufficient_aal')
     assert.match(res.headers.get('www-authenticate')!, /error="insufficient_user_authentication"/)
+    assert.match(res.headers.get('www-authenticate')!, /acr_values="aal2 aal3"/)
   })
 
   it('the document shows what each route checks', needsBackend, async () => {
@@ -209,7 +210,7 @@ describe('protecting application routes with Supabase Auth tokens', () => {
       paths: Record<string, Record<string, { security: unknown; responses: Record<string, unknown> }>>
     }
     assert.deepEqual(Object.keys(doc.paths['/api/me']!.get!.responses), ['200', '400', '401', '500'])
-    assert.deepEqual(Object.keys(doc.paths['/api/mfa']!.get!.responses), ['200', '400', '401', '403', '500'])
+    assert.deepEqual(Object.keys(doc.paths['/api/mfa']!.get!.responses), ['200', '400', '401', '500'])
     assert.deepEqual(doc.paths['/.well-known/oauth-protected-resource']!.get!.security, [])
   })
 

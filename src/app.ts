@@ -8,7 +8,8 @@ import Fastify, {
 import type { Registry } from 'prom-client'
 import { AuthgateConfigError, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
 import { codeForFastifyError, sendError } from './errors.ts'
-import { createClientErrorHandler } from './http/client-errors.ts'
+import { createClientErrorHandler, type ClientErrorHandler } from './http/client-errors.ts'
+import { requireHostHeader } from './http/host.ts'
 import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
@@ -103,7 +104,8 @@ function claimPath(app: FastifyInstance, variable: string, path: string): void {
  */
 export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyInstance> {
   const config = resolveConfig(options.config)
-  const app = Fastify(serverOptions(config, options))
+  const server = serverOptions(config, options)
+  const app = Fastify(server)
   // First, so that it hears every route: the auth routes, the docs' own, and the application's,
   // including those registered after the docs.
   const registry = options.openapi?.registry ?? createRegistry(app)
@@ -118,6 +120,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   app.addHook('onRequest', async (request, reply) => {
     reply.header(idHeader, request.id)
   })
+  requireHostHeader(app)
 
   const quiet = new Set<string>()
   const readiness = new Readiness({ backend, rateLimiter })
@@ -133,7 +136,11 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     quiet.add(config.readinessPath)
   }
 
-  const metrics = createMetrics(app, { rateLimiter, processMetrics: options.processMetrics ?? false })
+  const metrics = createMetrics(app, {
+    rateLimiter,
+    processMetrics: options.processMetrics ?? false,
+    clientErrors: (server.clientErrorHandler as ClientErrorHandler).counts,
+  })
   forwarder.observer = metrics.observeBackend
   let metricsPort: number | undefined
   if (config.metricsPath !== false && config.metricsPort === undefined) {

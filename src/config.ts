@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { OPTIONAL_GROUPS, type OptionalGroup } from './auth/groups.ts'
 
 /**
@@ -120,6 +121,27 @@ export function parsePrefix(variable: string, raw: string): string {
       `must be plain path segments like /auth or /auth/v1, got ${JSON.stringify(raw)}`,
     )
   return trimmed
+}
+
+/**
+ * A listening address: an IP address or a host name (RFC 1123 labels). Checked here so that a typo
+ * is a configuration error naming HOST, not a resolver failure with a stack trace at listen.
+ */
+export function parseHost(variable: string, raw: string): string {
+  const h = raw.trim()
+  const label = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/
+  const name =
+    h.length <= 253 &&
+    h
+      .replace(/\.$/, '')
+      .split('.')
+      .every((l) => label.test(l))
+  if (isIP(h) === 0 && !name)
+    throw new AuthgateConfigError(
+      variable,
+      `not an IP address or host name: ${JSON.stringify(raw)} (e.g. 0.0.0.0 for every IPv4 interface, :: for every interface, 127.0.0.1, localhost)`,
+    )
+  return h
 }
 
 const IPV4 = /^(\d{1,3})(\.\d{1,3}){3}$/
@@ -250,7 +272,7 @@ function fromEnv(env: Env): CoreConfigInput {
   const int = (min: number, max: number) => (variable: string, raw: string) => parseIntIn(variable, raw, min, max)
   const pathOrOff = (variable: string, raw: string) => servePathOrOff(variable, raw)
   each('port', int(0, 65535))
-  each('host', (_, raw) => raw)
+  each('host', parseHost)
   each('backendUrl', parseBackendUrl)
   // An empty AUTHGATE_PREFIX means no prefix, not the default.
   if (env.AUTHGATE_PREFIX !== undefined) out.prefix = parsePrefix('AUTHGATE_PREFIX', env.AUTHGATE_PREFIX)
@@ -366,7 +388,7 @@ function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: s
       out = duration(false)
       break
     case 'host':
-      out = text()
+      out = parseHost(name, text())
       break
     case 'backendApiKey':
       out = value === undefined ? undefined : text()
@@ -440,13 +462,16 @@ export function resolveConfig(
     ['livenessPath', config.livenessPath],
     ['readinessPath', config.readinessPath],
   ]
-  const seen = new Map<string, keyof CoreConfig>()
-  for (const [key, path] of served) {
-    if (path === false) continue
-    const other = seen.get(path)
-    if (other !== undefined)
-      throw new AuthgateConfigError(nameOf(key), `${path} is already ${nameOf(other)}; the two must differ`)
-    seen.set(path, key)
+  for (const [i, [first, path]] of served.entries()) {
+    const clash = served.slice(i + 1).find(([, other]) => path !== false && other === path)
+    if (!clash) continue
+    // Blame the one that was given (the other is then its default), naming both.
+    const [blamed, other] =
+      input[clash[0]] === undefined && input[first] !== undefined ? [first, clash[0]] : [clash[0], first]
+    throw new AuthgateConfigError(
+      nameOf(blamed),
+      `${JSON.stringify(path)} is also ${nameOf(other)}'s path; the two must differ`,
+    )
   }
   resolved.add(config)
   return config

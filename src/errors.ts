@@ -15,9 +15,11 @@ export const ERRORS = {
   method_not_allowed: { status: 405, message: 'This method is not allowed on this path' },
   over_request_rate_limit: { status: 429, message: 'Request rate limit reached' },
   no_authorization: { status: 401, message: 'This endpoint requires a valid Bearer token' },
+  bad_authorization_header: { status: 400, message: 'The Authorization header must be "Bearer <access token>"' },
   bad_jwt: { status: 401, message: 'The access token is invalid or has expired' },
   session_not_found: { status: 401, message: 'The session of this access token has ended' },
-  insufficient_aal: { status: 403, message: 'This endpoint requires a higher authentication assurance level (MFA)' },
+  // 401, not 403: RFC 9470 pairs insufficient_user_authentication with 401 (docs/decisions.md).
+  insufficient_aal: { status: 401, message: 'This endpoint requires a higher authentication assurance level (MFA)' },
   insufficient_role: { status: 403, message: "The access token's role may not perform this operation" },
   insufficient_scope: { status: 403, message: 'The access token lacks a scope this operation requires' },
   backend_unreachable: { status: 502, message: 'The authentication backend could not be reached' },

@@ -1,28 +1,46 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster'
+import { readFileSync } from 'node:fs'
 import { PrimaryStore, runPrimary } from './cluster.ts'
 import { AuthgateConfigError } from './config.ts'
+import { readSettings } from './config/collect.ts'
 import { settingsHelp } from './config/schema.ts'
 import { loadServiceSettings, type ServiceSettings } from './settings.ts'
 import { installShutdown } from './shutdown.ts'
 
+const USAGE = `Usage: authgate              (configuration from the environment)
+       authgate --help       (this text and every setting)
+       authgate --version
+`
+
 const HELP = `authgate — Supabase Auth behind your own API origin
 
-Usage: authgate            (configuration from the environment)
-       authgate --help
-
+${USAGE}
 Settings (environment variables; durations need a unit: 500ms, 10s, 5m, 1h):
 
 ${settingsHelp()}`
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  const args = process.argv.slice(2)
+  if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(HELP)
     return
   }
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    process.stdout.write(`${pkg.version}\n`)
+    return
+  }
+  // Settings come only from the environment: anything on the command line is a mistake (a typo of
+  // --help must not start a service on 0.0.0.0).
+  if (args.length > 0) {
+    const unknown = args.find((a) => a !== '--version' && a !== '-v') ?? args[1]
+    process.stderr.write(`authgate: unknown argument ${JSON.stringify(unknown)}\n${USAGE}`)
+    process.exit(2)
+  }
   let settings: ServiceSettings
   try {
-    settings = loadServiceSettings(process.env)
+    settings = readSettings(process.env, loadServiceSettings)
   } catch (err) {
     if (err instanceof AuthgateConfigError) {
       process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
@@ -60,7 +78,19 @@ async function main(): Promise<void> {
 
   installShutdown(app, { timeoutMs: config.shutdownTimeoutMs, delayMs: config.shutdownDelayMs })
 
-  const address = await app.listen({ port: config.port, host: config.host })
+  let address
+  try {
+    address = await app.listen({ port: config.port, host: config.host })
+  } catch (err) {
+    // The system's refusal (port taken, no permission, a host name that does not resolve here) is
+    // the operator's to fix: said in one line, without a stack trace.
+    const code = (err as { code?: unknown }).code
+    if (typeof code !== 'string' || !code.startsWith('E')) throw err
+    process.stderr.write(
+      `authgate: cannot listen on ${config.host}:${config.port} (HOST, PORT): ${(err as Error).message}\n`,
+    )
+    process.exit(1)
+  }
   app.log.info({ address, backend: config.backendUrl.href, prefix: config.prefix || '/' }, 'authgate ready')
 }
 

@@ -54,3 +54,27 @@ test('started on an unsupported Node.js, authgate says what it needs instead of 
     assert.doesNotMatch(out.stderr, /\n\s+at /, 'no stack trace')
   }
 })
+
+test('`--version` prints the version; an unknown argument fails with the usage instead of starting', () => {
+  const version = spawnSync(process.execPath, ['bin/authgate.js', '--version'], { cwd: ROOT, encoding: 'utf8' })
+  assert.equal(version.status, 0)
+  assert.equal(version.stdout, `${(pkg as unknown as { version: string }).version}\n`)
+  for (const [unknown, ...args] of [
+    ['--hlep', '--hlep'],
+    ['serve', 'serve'],
+    ['--port', '--port', '80'],
+    ['x', '--version', 'x'],
+  ] as const) {
+    // A service that starts anyway would not exit: the timeout turns that into a failure.
+    const out = spawnSync(process.execPath, ['bin/authgate.js', ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { PATH: process.env.PATH ?? '' },
+    })
+    assert.equal(out.status, 2, `${args.join(' ')}: ${out.stderr}`)
+    assert.ok(out.stderr.startsWith(`authgate: unknown argument "${unknown}"\n`), out.stderr)
+    assert.match(out.stderr, /Usage: authgate/)
+    assert.equal(out.stdout, '')
+  }
+})

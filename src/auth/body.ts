@@ -63,6 +63,17 @@ function exceedsDepth(buf: Buffer, max: number): boolean {
   return false
 }
 
+/**
+ * The parser's complaint without any of the body: V8 quotes up to ~30 characters of the text in
+ * some messages (`Unexpected token 'h', "hunter2" is not valid JSON`), and a password may be among
+ * them. Messages that point at a position, and the prototype-poisoning refusals, name no content.
+ */
+export function jsonErrorDetail(message: string): string {
+  if (/^[^"]* in JSON at position \d+(?: \(line \d+ column \d+\))?$/.test(message)) return message
+  if (message === 'Unexpected end of JSON input' || message.startsWith('Object contains forbidden')) return message
+  return 'Unexpected token'
+}
+
 export type ParseResult = { ok: true; value: unknown } | { ok: false; message: string }
 
 export function parseJson(buf: Buffer): ParseResult {
@@ -78,7 +89,7 @@ export function parseJson(buf: Buffer): ParseResult {
       value: sjson.parse(buf.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' }),
     }
   } catch (err) {
-    const detail = err instanceof Error ? err.message : String(err)
+    const detail = jsonErrorDetail(err instanceof Error ? err.message : String(err))
     return { ok: false, message: `Could not parse request body as JSON: ${detail}` }
   }
 }

@@ -2,6 +2,7 @@
  * The pieces every configuration reader shares: the error, reading one variable, integers in a
  * range. The core, rate-limit and documentation settings all read the environment through these.
  */
+
 /**
  * A setting that cannot be used, named as the user gave it: the environment variable
  * (`AUTHGATE_BACKEND_URL`) or the option (`backendUrl`, `protect.issuer`).
@@ -28,10 +29,11 @@ export function envValue(env: Env, name: string): string | undefined {
   return t === '' ? undefined : t
 }
 
-/** A decimal integer in [min, max]. */
+/** A decimal integer in [min, max]; both failures name the range. */
 export function parseIntIn(variable: string, raw: string, min: number, max: number): number {
   const s = raw.trim()
-  if (!/^\d+$/.test(s)) throw new AuthgateConfigError(variable, `expected an integer, got ${JSON.stringify(raw)}`)
+  if (!/^[+-]?\d+$/.test(s))
+    throw new AuthgateConfigError(variable, `expected an integer between ${min} and ${max}, got ${JSON.stringify(raw)}`)
   const n = Number(s)
   if (n < min || n > max) throw new AuthgateConfigError(variable, `must be between ${min} and ${max}, got ${n}`)
   return n

@@ -273,6 +273,7 @@ const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]))
  */
 export const TOOL_VARIABLES: readonly string[] = [
   'AUTHGATE_SUPABASE_AUTH_BIN',
+  'AUTHGATE_SUPABASE_AUTH_SRC',
   'AUTHGATE_CHROMIUM',
   'AUTHGATE_E2E_MAIN',
   'AUTHGATE_E2E_DATABASE',

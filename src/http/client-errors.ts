@@ -42,23 +42,55 @@ export function rawErrorResponse(
   )
 }
 
+/** The client-error handler, with the count of what it answered (the metrics read it). */
+export interface ClientErrorHandler {
+  (this: unknown, err: ConnectionError, socket: Socket): void
+  /** Answers given, by `error\treason` (authgate's code, Node.js's code). */
+  readonly counts: ReadonlyMap<string, number>
+}
+
+/** Node.js's error codes are a fixed set; anything else is not a label value. */
+const reasonOf = (err: ConnectionError) =>
+  typeof err.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(err.code) ? err.code : 'other'
+
 /**
  * Fastify's `clientErrorHandler`: timeouts (head or whole request), oversized heads and malformed
  * requests are answered in authgate's error shape with `Connection: close`, and logged — with the
  * request's method, URL (secrets redacted) and id when its head had been read. The same error from
- * many clients (a scanner, a broken proxy) is logged once per 10 s with a count.
+ * many clients (a scanner, a broken proxy) is logged once per 10 s; the occurrences in between are
+ * said in a summary line when those 10 s end, so a flood shows at once in the logs.
  */
-export function createClientErrorHandler(requestIdHeader: string) {
-  const logThrottle = throttle(10_000)
+export function createClientErrorHandler(
+  requestIdHeader: string,
+  options: { logIntervalMs?: number } = {},
+): ClientErrorHandler {
+  const counts = new Map<string, number>()
+  // Sockets already answered: the end of a connection cut by a timeout can raise a second parser
+  // error (HPE_INVALID_EOF_STATE) for the same request, which is no new client error.
+  const answered = new WeakSet<Socket>()
+  let app: FastifyInstance | undefined
+  const logThrottle = throttle(options.logIntervalMs ?? 10_000, {
+    onSkipped(key, skipped) {
+      const [error, reason, phase] = key.split('\t')
+      app?.log.warn(
+        { status: ERRORS[error as ErrorCode].status, error, reason, phase, occurrences: skipped, repeated: true },
+        'client error',
+      )
+    },
+  })
   // Fastify calls it with the instance as `this`.
-  return function clientErrorHandler(this: unknown, err: ConnectionError, socket: Socket): void {
-    const app = this as FastifyInstance
-    // The client went away: nothing to answer, nothing worth a line.
-    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || socket.destroyed) {
+  const handler = function clientErrorHandler(this: unknown, err: ConnectionError, socket: Socket): void {
+    app = this as FastifyInstance
+    // The client went away, or this connection has had its answer: nothing to answer, nothing worth a line.
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || socket.destroyed || answered.has(socket)) {
       socket.destroy()
       return
     }
+    answered.add(socket)
     const code = codeForClientError(err)
+    const reason = reasonOf(err)
+    const countKey = `${code}\t${reason}`
+    counts.set(countKey, (counts.get(countKey) ?? 0) + 1)
     // A request whose head was read (the body was too slow) is still attached to the socket.
     const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined
     const req: IncomingMessage | undefined = res?.req
@@ -71,7 +103,7 @@ export function createClientErrorHandler(requestIdHeader: string) {
           : 'The request headers were not received in time'
         : undefined
 
-    const taken = logThrottle.take(`${code}:${err.code ?? ''}:${phase}`)
+    const taken = logThrottle.take(`${code}\t${reason}\t${phase}`)
     if (taken.write) {
       const line: Record<string, unknown> = {
         reqId: requestId,
@@ -98,4 +130,5 @@ export function createClientErrorHandler(requestIdHeader: string) {
       socket.destroy()
     }
   }
+  return Object.assign(handler, { counts })
 }

@@ -9,7 +9,8 @@ import type { CoreConfig } from '../config.ts'
  *   counting once the request is received: a slow backend is the backend timeout's business);
  * - `connectionsCheckingInterval`: how often Node.js looks for connections past those two. Its
  *   default, 30 s, is why a slow client used to hold on for a minute and a half.
- * - `maxHeaderSize`, `keepAliveTimeout`, `maxRequestsPerSocket`.
+ * - `maxHeaderSize`, `keepAliveTimeout`, `maxRequestsPerSocket`;
+ * - `requireHostHeader` off: src/http/host.ts answers a request without `Host` instead of Node.js.
  * Each rejection reaches the client-error handler (src/http/client-errors.ts).
  */
 export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
@@ -20,6 +21,8 @@ export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
       requestTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(shortest / 4))),
       maxHeaderSize: config.maxHeaderSize,
+      // A request without Host is refused by src/http/host.ts, in authgate's shape and logged.
+      requireHostHeader: false,
     },
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,

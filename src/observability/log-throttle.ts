@@ -7,20 +7,54 @@ export interface ThrottledLog {
   take(key: string): { write: false } | { write: true; occurrences: number }
 }
 
-export function throttle(intervalMs: number, maxKeys = 1000): ThrottledLog {
-  const last = new Map<string, { at: number; skipped: number }>()
+export interface ThrottleOptions {
+  /** Most keys remembered (default 1000); the oldest is forgotten first. */
+  maxKeys?: number
+  /**
+   * Called when an interval ends with occurrences that were not written, with their count: the
+   * count is then said within one interval, not held until the next occurrence (which may never
+   * come). The skipped count starts again from zero. Its timers do not keep the process alive.
+   */
+  onSkipped?: (key: string, skipped: number) => void
+}
+
+export function throttle(intervalMs: number, options: ThrottleOptions = {}): ThrottledLog {
+  const maxKeys = options.maxKeys ?? 1000
+  const onSkipped = options.onSkipped
+  const last = new Map<string, { at: number; skipped: number; timer?: NodeJS.Timeout | undefined }>()
+
+  const flush = (key: string) => {
+    const entry = last.get(key)
+    if (entry === undefined) return
+    entry.timer = undefined
+    if (entry.skipped === 0) return
+    const skipped = entry.skipped
+    // A new interval begins: what follows is counted towards the next summary, not written at once.
+    entry.at = performance.now()
+    entry.skipped = 0
+    onSkipped!(key, skipped)
+  }
+
   return {
     take(key) {
       const now = performance.now()
       const entry = last.get(key)
       if (entry !== undefined && now - entry.at < intervalMs) {
         entry.skipped++
+        if (onSkipped && entry.timer === undefined)
+          entry.timer = setTimeout(flush, Math.max(0, entry.at + intervalMs - now), key).unref()
         return { write: false }
       }
       const occurrences = (entry?.skipped ?? 0) + 1
+      if (entry?.timer !== undefined) clearTimeout(entry.timer)
       last.delete(key)
       // Bounded: the oldest key goes first (a Map iterates in insertion order).
-      if (last.size >= maxKeys) last.delete(last.keys().next().value!)
+      if (last.size >= maxKeys) {
+        const oldest = last.keys().next().value!
+        const timer = last.get(oldest)?.timer
+        if (timer !== undefined) clearTimeout(timer)
+        last.delete(oldest)
+      }
       last.set(key, { at: now, skipped: 0 })
       return { write: true, occurrences }
     },

@@ -8,6 +8,8 @@ export interface MetricsOptions {
   rateLimiter?: RateLimiter | undefined
   /** Node.js process metrics (CPU, memory, event-loop lag, GC) too: the service wants them, tests not. */
   processMetrics?: boolean
+  /** The client-error handler's counts, by `error\treason` (src/http/client-errors.ts). */
+  clientErrors?: ReadonlyMap<string, number>
 }
 
 /** Seconds; Supabase Auth answers in milliseconds to a second, bcrypt-bound sign-ins near 100 ms. */
@@ -56,6 +58,29 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
   })
   for (const kind of ['unreachable', 'connect_timeout', 'timeout', 'relay', 'bad_header', 'failed'])
     backendErrors.inc({ kind }, 0)
+
+  const clientErrors = options.clientErrors
+  if (clientErrors !== undefined) {
+    // Requests refused before they became requests (timeouts, oversized or malformed heads): no
+    // route, so not in authgate_http_requests_total. The handler counts; the metric follows.
+    const seen = new Map<string, number>()
+    const counter = new Counter({
+      name: 'authgate_client_errors_total',
+      help: 'Connections answered before routing, by error (client_timeout, request_header_too_large, malformed_request) and Node.js reason (HPE_*, ERR_HTTP_REQUEST_TIMEOUT)',
+      labelNames: ['error', 'reason'] as const,
+      registers: [registry],
+      collect() {
+        for (const [key, count] of clientErrors) {
+          const [error, reason] = key.split('\t') as [string, string]
+          this.inc({ error, reason }, count - (seen.get(key) ?? 0))
+          seen.set(key, count)
+        }
+      },
+    })
+    // The two with one reason each are there from the start; a malformed request's reason varies.
+    counter.inc({ error: 'client_timeout', reason: 'ERR_HTTP_REQUEST_TIMEOUT' }, 0)
+    counter.inc({ error: 'request_header_too_large', reason: 'HPE_HEADER_OVERFLOW' }, 0)
+  }
 
   const limiter = options.rateLimiter
   if (limiter !== undefined) {

@@ -62,7 +62,9 @@ export function createProtection(
     }
     const match = BEARER.exec(header)
     if (!match) {
-      return fail(request, reply, 'no_authorization', 'the Authorization header must be "Bearer <access token>"', {
+      // RFC 6750 §3.1: a malformed request is invalid_request, answered 400.
+      request.log.info('protect: the Authorization header is not "Bearer <access token>"')
+      return fail(request, reply, 'bad_authorization_header', undefined, {
         error: 'invalid_request',
         description: 'the Authorization header must be Bearer <access token>',
         resourceMetadata,
@@ -97,9 +99,12 @@ export function createProtection(
     }
     if (auth.aal !== undefined && aalRank(user.aal) < aalRank(auth.aal)) {
       const d = `this operation needs assurance level ${auth.aal}; the session is at ${user.aal ?? 'none'}`
+      // RFC 9470: 401 with the levels that would do; the client steps up (MFA) and comes back
+      // with a new token. Supabase's assurance levels are the authentication context classes here.
       return fail(request, reply, 'insufficient_aal', d, {
         error: 'insufficient_user_authentication',
         description: d,
+        acrValues: (['aal1', 'aal2', 'aal3'] as const).filter((l) => aalRank(l) >= aalRank(auth.aal!)).join(' '),
         resourceMetadata,
       })
     }

@@ -50,7 +50,8 @@ function isFetchFailure(err: unknown): boolean {
  * The backend's signing keys, through jose's remote key set (cache, refetch on an unknown `kid`
  * after a cooldown, concurrent fetches shared). One addition: when a refetch fails but keys were
  * fetched before, those keys keep being used (and no new fetch is tried within the cooldown), so
- * a restarting backend does not turn every protected request into an error.
+ * a restarting backend does not turn every protected request into an error; when none were, the
+ * failure itself is repeated within the cooldown, so tokens cannot turn into one fetch each.
  */
 export function createJwks(options: JwksOptions): Jwks {
   const cooldownMs = options.cooldownMs ?? 30_000
@@ -62,6 +63,7 @@ export function createJwks(options: JwksOptions): Jwks {
   })
   let stale: { jwks: JSONWebKeySet; resolver: KeyResolver } | undefined
   let failedAt = -Infinity
+  let lastFailure: JwksUnavailableError | undefined
 
   const staleResolver = (): KeyResolver | undefined => {
     const jwks = remote.jwks()
@@ -72,14 +74,20 @@ export function createJwks(options: JwksOptions): Jwks {
 
   const getKey = (async (header: JWSHeaderParameters, token: FlattenedJWSInput) => {
     const fallback = staleResolver()
-    if (fallback && performance.now() - failedAt < cooldownMs) return fallback(header, token)
+    if (performance.now() - failedAt < cooldownMs) {
+      if (fallback) return fallback(header, token)
+      // No keys yet and the last fetch failed: jose would fetch again for every token (its cooldown
+      // only spaces refetches once it has a set), so the failure is answered again until the cooldown ends.
+      if (lastFailure) throw lastFailure
+    }
     try {
       return await remote(header, token)
     } catch (err) {
       if (!isFetchFailure(err)) throw err
       failedAt = performance.now()
       if (fallback) return fallback(header, token)
-      throw new JwksUnavailableError(err, err instanceof errors.JWKSTimeout)
+      lastFailure = new JwksUnavailableError(err, err instanceof errors.JWKSTimeout)
+      throw lastFailure
     }
   }) as KeyResolver
 

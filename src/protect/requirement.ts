@@ -45,15 +45,26 @@ export function normaliseAuth(option: AuthOption): RouteAuth {
   }
 }
 
-/** True when the route can answer 403 (a valid token may still be refused). */
+/**
+ * True when the route can answer 403: a valid token refused for its role or scope. A too-low
+ * assurance level answers 401 instead (RFC 9470: the client needs a new token), listed anyway.
+ */
 export function canForbid(auth: RouteAuth): boolean {
-  return auth.roles.length > 0 || (auth.aal !== undefined && auth.aal !== 'aal1') || auth.scopes.length > 0
+  return auth.roles.length > 0 || auth.scopes.length > 0
 }
 
-/** Reads `config.auth` back from a registered route (anything else is treated as no requirement). */
+const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string')
+
+/**
+ * Reads `config.auth` back from a registered route: the requirement `defineRoute` normalised once,
+ * taken as it is (normalising it again would read `role`/`scope` where it holds `roles`/`scopes`).
+ * Anything not of that shape is treated as no requirement.
+ */
 export function routeAuthOf(config: unknown): RouteAuth | undefined {
   if (!isRecord(config) || !isRecord(config.auth)) return undefined
   const a = config.auth
   if (a.mode !== 'required' && a.mode !== 'optional') return undefined
-  return normaliseAuth(a as AuthRequirement)
+  if (!isStringList(a.roles) || !isStringList(a.scopes)) return undefined
+  if (a.aal !== undefined && a.aal !== 'aal1' && a.aal !== 'aal2' && a.aal !== 'aal3') return undefined
+  return { mode: a.mode, roles: [...a.roles], aal: a.aal, scopes: [...a.scopes], session: a.session === true }
 }

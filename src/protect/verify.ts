@@ -109,6 +109,10 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
         if (err instanceof JwksUnavailableError) throw err
         throw new TokenRejected(describe(err), { cause: err })
       }
+      // jose checks `iat` only against a maximum age; a token issued later than now (beyond the
+      // tolerance) comes from a wrong clock or a forged issuer, and is refused like an early `nbf`.
+      if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + verifyOptions.clockTolerance)
+        throw new TokenRejected('the access token was issued in the future')
       const user = toAuthUser(payload, token)
       if (typeof user === 'string') throw new TokenRejected(user)
       return user

@@ -6,6 +6,8 @@ export interface BearerChallenge {
   error?: 'invalid_token' | 'invalid_request' | 'insufficient_scope' | 'insufficient_user_authentication'
   description?: string
   scope?: string
+  /** RFC 9470: the authentication context classes that would do (Supabase's assurance levels). */
+  acrValues?: string
   /** RFC 9728: where the protected resource's metadata is. */
   resourceMetadata?: string | undefined
 }
@@ -17,6 +19,7 @@ export function bearerChallenge(c: BearerChallenge): string {
   if (c.error) parts.push(`error="${c.error}"`)
   if (c.description) parts.push(`error_description="${clean(c.description)}"`)
   if (c.scope) parts.push(`scope="${clean(c.scope)}"`)
+  if (c.acrValues) parts.push(`acr_values="${clean(c.acrValues)}"`)
   if (c.resourceMetadata) parts.push(`resource_metadata="${clean(c.resourceMetadata)}"`)
   return parts.length > 0 ? `Bearer ${parts.join(', ')}` : 'Bearer'
 }

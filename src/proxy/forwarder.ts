@@ -59,8 +59,15 @@ export class Forwarder {
   readonly #cache: ResponseCache | undefined
   readonly #requestIdHeader: string | undefined
   readonly #ownCors: boolean
-  // While the backend is down every request fails the same way: one line per kind and 10 s.
-  readonly #errorLog = throttle(10_000)
+  // While the backend is down every request fails the same way: one line per kind and 10 s, and
+  // at the end of those 10 s a line with how many more there were.
+  readonly #lastFailure = new Map<string, { log: FastifyRequest['log']; level: 'warn' | 'error'; message: string }>()
+  readonly #errorLog = throttle(10_000, {
+    onSkipped: (kind, skipped) => {
+      const last = this.#lastFailure.get(kind)
+      last?.log[last.level]({ kind, occurrences: skipped, repeated: true }, last.message)
+    },
+  })
   /** Set by the application (metrics); called when each exchange ends. */
   observer: ExchangeObserver | undefined
 
@@ -83,6 +90,7 @@ export class Forwarder {
   /** Logs a backend failure, at most once per 10 s for each kind, with the number it stands for. */
   #logFailure(request: FastifyRequest, level: 'warn' | 'error', kind: string, details: object, message: string): void {
     const taken = this.#errorLog.take(kind)
+    this.#lastFailure.set(kind, { log: request.server.log, level, message })
     if (taken.write) request.log[level]({ ...details, occurrences: taken.occurrences }, message)
   }
 

@@ -6,7 +6,7 @@ import { throttle } from '../observability/log-throttle.ts'
  * for: a Redis outage under load would otherwise write one line per request.
  */
 export function warnAtMostEvery(intervalMs: number, logger: Pick<FastifyBaseLogger, 'warn'>) {
-  const lines = throttle(intervalMs, 1)
+  const lines = throttle(intervalMs, { maxKeys: 1 })
   return function warn(err: unknown, message: string): void {
     const taken = lines.take('')
     if (!taken.write) return

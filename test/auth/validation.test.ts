@@ -199,6 +199,43 @@ describe('content types and malformed bodies', () => {
     })
   }
 
+  test('a bad_json message never repeats part of the body (a password could be in it)', async () => {
+    const secret = 'Qz7xK9wP2vJ'
+    const bodies = [
+      secret,
+      `{"email":"a@example.com","password":${secret}}`,
+      `{"email":"a@example.com","password":"${secret}",}`,
+      `["${secret}",]`,
+      `{"password":"${secret}"}x`,
+      `{"password":"${secret}\u0001"}`.replace('\\u0001', '\u0001'),
+      `{"password":"${secret}`,
+    ]
+    for (const payload of bodies) {
+      for (const version of [undefined, '2024-01-01']) {
+        const res = await h.app.inject({
+          method: 'POST',
+          url: '/auth/token?grant_type=password',
+          payload,
+          headers: { 'content-type': 'application/json', ...(version ? { 'x-supabase-api-version': version } : {}) },
+        })
+        assert.equal(res.statusCode, 400, payload)
+        assert.equal(res.headers['x-sb-error-code'], 'bad_json')
+        const message = String(res.json().msg ?? res.json().message)
+        assert.match(message, /^Could not parse request body as JSON: /)
+        for (let i = 0; i + 3 <= secret.length; i++)
+          assert.ok(!message.includes(secret.slice(i, i + 3)), `${JSON.stringify(message)} echoes the body`)
+      }
+    }
+    // Where the parser names a position, the message keeps it: that helps and reveals nothing.
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/auth/recover',
+      payload: '{"email":"a@example.com" "x"}',
+      headers: { 'content-type': 'application/json' },
+    })
+    assert.match(res.json().msg, /at position 25 /)
+  })
+
   test('a body with a huge number of properties (60,000, under the 1 MiB default) is validated and forwarded intact', async () => {
     const h2 = await withFakeBackend()
     try {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { connect, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import type { FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
+import { createClientErrorHandler } from '../../src/http/client-errors.ts'
 import { parseBackendUrl } from '../../src/config.ts'
 import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
 import { logCapture } from '../support/log-capture.ts'
@@ -160,6 +161,160 @@ describe('the configured request-id header on answers written to the socket', ()
       assert.equal(res.statusLine, 'HTTP/1.1 400 Bad Request')
       assert.match(header(res.headerLines, 'x-correlation-id') ?? '', /^[0-9a-f-]{36}$/)
       assert.equal(header(res.headerLines, 'x-request-id'), undefined)
+    } finally {
+      await app.close()
+      await backend.close()
+    }
+  })
+})
+
+describe('a request without Host', () => {
+  let backend: FakeBackend
+  let app: FastifyInstance
+  let port: number
+  const logs = logCapture()
+
+  before(async () => {
+    backend = await startFakeBackend()
+    app = await buildApp({
+      rateLimit: false,
+      logger: { stream: logs.stream },
+      config: { backendUrl: parseBackendUrl('test', backend.url) },
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as { port: number }).port
+  })
+  after(async () => {
+    await app.close()
+    await backend.close()
+  })
+
+  it('HTTP/1.1: 400 malformed_request in our shape, with the request id, logged, not forwarded', async () => {
+    const res = splitResponse(await rawExchange(port, 'GET /auth/settings HTTP/1.1\r\nAccept: */*\r\n\r\n'))
+    assert.equal(res.statusLine, 'HTTP/1.1 400 Bad Request')
+    assert.equal(header(res.headerLines, 'x-sb-error-code'), 'malformed_request')
+    assert.match(header(res.headerLines, 'content-type') ?? '', /^application\/json/)
+    assert.deepEqual(JSON.parse(res.body.toString()), {
+      code: 400,
+      error_code: 'malformed_request',
+      msg: 'An HTTP/1.1 request must carry a Host header',
+    })
+    const id = header(res.headerLines, 'x-request-id')
+    assert.ok(id)
+    const line = logs.lines.find((l) => l.reqId === id && l.status === 400)
+    assert.ok(line, 'a log line with the request id')
+    assert.equal(line.error, 'malformed_request')
+    assert.match(String(line.reason), /Host header/)
+    assert.equal(backend.requests.length, 0)
+  })
+
+  it('HTTP/1.0 needs no Host, and HTTP/1.1 with one is served', async () => {
+    const old = splitResponse(await rawExchange(port, 'GET /auth/settings HTTP/1.0\r\n\r\n'))
+    assert.equal(old.statusLine, 'HTTP/1.1 200 OK')
+    const ok = splitResponse(
+      await rawExchange(port, 'GET /auth/settings HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    )
+    assert.equal(ok.statusLine, 'HTTP/1.1 200 OK')
+    assert.equal(backend.requests.length, 2)
+  })
+})
+
+/** A plain Fastify server with the handler, a 1 s request timeout and a short log interval. */
+async function withHandler(logIntervalMs: number) {
+  const logs = logCapture()
+  const handler = createClientErrorHandler('x-request-id', { logIntervalMs })
+  const app = Fastify({
+    logger: { stream: logs.stream },
+    clientErrorHandler: handler,
+    http: { headersTimeout: 1000, requestTimeout: 1000, connectionsCheckingInterval: 100 },
+    requestTimeout: 1000,
+  })
+  app.post('/x', async () => ({ ok: true }))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return { app, logs, handler, port: (app.server.address() as { port: number }).port }
+}
+
+/** Sends a head announcing a body that never comes, waits for the answer, then half-closes. */
+function cutOff(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.write('POST /x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a'),
+    )
+    socket.on('data', (c) => {
+      chunks.push(c)
+      socket.end() // the client finishes its side after the 408, as curl does
+    })
+    socket.on('error', () => {})
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
+  })
+}
+
+describe('client errors: one line per answer, counts said promptly, a metric', () => {
+  it('a request cut by the timeout is logged once (no second line for the end of its connection)', async () => {
+    const { app, logs, handler, port } = await withHandler(10_000)
+    try {
+      const raw = await cutOff(port)
+      assert.match(raw, /^HTTP\/1\.1 408 /)
+      const id = /x-request-id: (\S+)/i.exec(raw)?.[1]
+      assert.ok(id)
+      await new Promise((r) => setTimeout(r, 300)) // room for a late parser error
+      const lines = logs.lines.filter((l) => l.msg === 'client error')
+      assert.equal(lines.length, 1, JSON.stringify(lines))
+      assert.equal(lines[0]!.error, 'client_timeout')
+      assert.deepEqual([...handler.counts], [['client_timeout\tERR_HTTP_REQUEST_TIMEOUT', 1]])
+    } finally {
+      await app.close()
+    }
+  })
+
+  it('many slow clients cut at once: one line, then a summary with the rest when the interval ends', async () => {
+    const interval = 1500
+    const { app, logs, port } = await withHandler(interval)
+    try {
+      const clients = 40
+      const answers = await Promise.all(Array.from({ length: clients }, () => cutOff(port)))
+      assert.ok(answers.every((a) => a.startsWith('HTTP/1.1 408 ')))
+      // Nothing else happens: the summary must come from the timer, not from a later error.
+      await new Promise((r) => setTimeout(r, interval * 3))
+      const lines = logs.lines.filter((l) => l.msg === 'client error' && l.error === 'client_timeout')
+      const total = lines.reduce((n, l) => n + Number(l.occurrences), 0)
+      assert.equal(total, clients, JSON.stringify(lines))
+      assert.ok(lines.length >= 2 && lines.length <= 3, `${lines.length} lines`)
+      assert.equal(lines[0]!.occurrences, 1)
+      assert.ok(
+        lines.slice(1).every((l) => l.repeated === true),
+        'the later lines are summaries',
+      )
+      assert.ok(!logs.lines.some((l) => l.error === 'malformed_request'), 'no parser error for the cut connections')
+    } finally {
+      await app.close()
+    }
+  })
+
+  it('the service counts client errors in authgate_client_errors_total', async () => {
+    const backend = await startFakeBackend()
+    const app = await buildApp({
+      rateLimit: false,
+      config: { backendUrl: parseBackendUrl('test', backend.url), maxHeaderSize: 2048 },
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (app.server.address() as { port: number }).port
+    try {
+      const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body
+      assert.match(
+        await scrape(),
+        /^authgate_client_errors_total\{error="request_header_too_large",reason="HPE_HEADER_OVERFLOW"\} 0$/m,
+      )
+      for (let i = 0; i < 3; i++)
+        await rawExchange(port, `GET /auth/settings HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(4000)}\r\n\r\n`)
+      await rawExchange(port, 'GET /auth/settings HTTP/1.1\r\nHost: x\r\nX-A: \u0001\r\n\r\n')
+      const text = await scrape()
+      assert.match(
+        text,
+        /^authgate_client_errors_total\{error="request_header_too_large",reason="HPE_HEADER_OVERFLOW"\} 3$/m,
+      )
+      assert.match(text, /^authgate_client_errors_total\{error="malformed_request",reason="HPE_[A-Z_]+"\} 1$/m)
     } finally {
       await app.close()
       await backend.close()

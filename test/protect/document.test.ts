@@ -18,6 +18,11 @@ test('the document follows each route’s real requirement', async () => {
   app.route(defineRoute({ method: 'GET', url: '/optional', auth: 'optional', response, handler: ok }))
   app.route(defineRoute({ method: 'GET', url: '/mfa', auth: { aal: 'aal2' }, response, handler: ok }))
   app.route(defineRoute({ method: 'GET', url: '/aal1', auth: { aal: 'aal1' }, response, handler: ok }))
+  app.route(defineRoute({ method: 'GET', url: '/role', auth: { role: 'service_role' }, response, handler: ok }))
+  app.route(defineRoute({ method: 'GET', url: '/scope', auth: { scope: ['todos:read'] }, response, handler: ok }))
+  app.route(
+    defineRoute({ method: 'GET', url: '/both', auth: { mode: 'optional', role: ['a', 'b'] }, response, handler: ok }),
+  )
   // A route tagged Public but checking tokens is documented by what it checks, not by its tag.
   app.route(defineRoute({ method: 'GET', url: '/tagged', tags: ['Public'], auth: 'required', response, handler: ok }))
   // Routes that declare nothing keep the tag rule.
@@ -36,8 +41,15 @@ test('the document follows each route’s real requirement', async () => {
   assert.deepEqual(op('/optional').security, [{}, { bearerAuth: [] }])
   assert.deepEqual(statuses('/optional'), ['200', '400', '401', '500'])
 
-  assert.deepEqual(statuses('/mfa'), ['200', '400', '401', '403', '500'])
-  assert.deepEqual(statuses('/aal1'), ['200', '400', '401', '500'], 'aal1 is what every session has: no 403')
+  // A too-low assurance level answers 401 (RFC 9470), so the step-up route lists no 403.
+  assert.deepEqual(statuses('/mfa'), ['200', '400', '401', '500'])
+  assert.deepEqual(statuses('/aal1'), ['200', '400', '401', '500'])
+  // A role or a scope refuses a valid token with 403, with the challenge.
+  for (const path of ['/role', '/scope', '/both']) {
+    assert.deepEqual(statuses(path), ['200', '400', '401', '403', '500'], path)
+    assert.ok(op(path).responses['403']!.headers?.['WWW-Authenticate'], path)
+  }
+  assert.deepEqual(op('/both').security, [{}, { bearerAuth: [] }])
   assert.deepEqual(op('/tagged').security, [{ bearerAuth: [] }])
 
   assert.deepEqual(op('/plain').security, [{ bearerAuth: [] }])

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { UnsecuredJWT } from 'jose'
@@ -90,11 +92,15 @@ describe('protect: local verification against the key set', () => {
     })
   })
 
-  it('a non-Bearer Authorization header: 401 invalid_request', async () => {
-    const res = await get(app, '/me', undefined, { authorization: 'Basic YTpi' })
-    assert.equal(res.statusCode, 401)
-    assert.match(String(res.headers['www-authenticate']), /^Bearer error="invalid_request"/)
-  })
+  for (const authorization of ['Basic YTpi', 'Bearer', 'Bearer a b', 'Bearer\ttoken', 'Token abc']) {
+    it(`a malformed Authorization header (${JSON.stringify(authorization)}): 400 invalid_request (RFC 6750 §3.1)`, async () => {
+      const res = await get(app, '/me', undefined, { authorization })
+      assert.equal(res.statusCode, 400)
+      assert.equal(res.headers['x-sb-error-code'], 'bad_authorization_header')
+      assert.match(String(res.headers['www-authenticate']), /^Bearer error="invalid_request"/)
+      assert.equal(res.json().error_code, 'bad_authorization_header')
+    })
+  }
 
   for (const [name, make, description] of [
     ['expired', () => sign(key, {}, { expiresIn: Math.floor(Date.now() / 1000) - 60 }), 'expired'],
@@ -130,6 +136,25 @@ describe('protect: local verification against the key set', () => {
     })
   }
 
+  it('a token issued in the future (beyond the tolerance) is refused; within it, accepted', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const far = await get(
+      app,
+      '/me',
+      await sign(key, {}, { issuedAt: now + 10 * 365 * 24 * 3600, expiresIn: now + 11 * 365 * 24 * 3600 }),
+    )
+    assert.equal(far.statusCode, 401)
+    assert.equal(far.headers['x-sb-error-code'], 'bad_jwt')
+    assert.match(String(far.headers['www-authenticate']), /error="invalid_token".*issued in the future/)
+    const soon = await get(app, '/me', await sign(key, {}, { issuedAt: now + 60 }))
+    assert.equal(soon.statusCode, 401, 'a minute ahead is past the 5 s tolerance')
+    assert.equal(
+      (await get(app, '/me', await sign(key, {}, { issuedAt: now + 2 }))).statusCode,
+      200,
+      'within the tolerance',
+    )
+  })
+
   it('the 2024-01-01 error shape is honoured', async () => {
     const res = await get(app, '/me', 'not.a.jwt', { 'x-supabase-api-version': '2024-01-01' })
     assert.equal(res.statusCode, 401)
@@ -149,11 +174,14 @@ describe('protect: local verification against the key set', () => {
     assert.equal((await get(app, '/maybe', 'garbage')).statusCode, 401)
   })
 
-  it('an aal1 token on an aal2 route: 403 insufficient_aal; an aal2 token passes', async () => {
+  it('an aal1 token on an aal2 route: 401 insufficient_aal with the RFC 9470 challenge; an aal2 token passes', async () => {
     const res = await get(app, '/mfa', await sign(key))
-    assert.equal(res.statusCode, 403)
+    assert.equal(res.statusCode, 401)
     assert.equal(res.headers['x-sb-error-code'], 'insufficient_aal')
-    assert.match(String(res.headers['www-authenticate']), /^Bearer error="insufficient_user_authentication"/)
+    assert.equal(res.json().error_code, 'insufficient_aal')
+    const challenge = String(res.headers['www-authenticate'])
+    assert.match(challenge, /^Bearer error="insufficient_user_authentication", error_description="[^"]*aal2[^"]*"/)
+    assert.match(challenge, /acr_values="aal2 aal3"/)
     assert.equal((await get(app, '/mfa', await sign(key, { aal: 'aal2' }))).statusCode, 200)
   })
 
@@ -226,10 +254,69 @@ describe('protect: the key set cache', () => {
       assert.equal(res.statusCode, 502)
       assert.equal(res.headers['x-sb-error-code'], 'backend_unreachable')
       server.down = false
+      await new Promise((r) => setTimeout(r, 250)) // past the failure's cooldown
       assert.equal((await get(app, '/me', await sign(key))).statusCode, 200)
       server.down = true
       await new Promise((r) => setTimeout(r, 150)) // the cache is now stale
       assert.equal((await get(app, '/me', await sign(key))).statusCode, 200)
+    } finally {
+      await app.close()
+      await server.close()
+    }
+  })
+})
+
+describe('protect: the key set unreachable before any key was fetched', () => {
+  it('200 bearer requests make one fetch; the rest are answered 502 from the cooldown', async () => {
+    let fetches = 0
+    const server = createServer((req, res) => {
+      fetches++
+      res.writeHead(503).end()
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as AddressInfo
+    const app = Fastify()
+    await app.register(authgateProtect, {
+      jwksUrl: new URL(`http://127.0.0.1:${port}/.well-known/jwks.json`),
+      issuer: ISSUER,
+      jwksCooldownMs: 60_000, // far longer than the test, however slow the machine
+    })
+    app.route(defineRoute({ method: 'GET', url: '/me', auth: 'required', handler: async () => ({ ok: true }) }))
+    try {
+      const token = 'eyJhbGciOiJFUzI1NiJ9.e30.AAAA'
+      const statuses: number[] = []
+      // Half at once (the first fetch is shared), then one at a time (each after the failure).
+      const burst = await Promise.all(Array.from({ length: 100 }, () => get(app, '/me', token)))
+      statuses.push(...burst.map((r) => r.statusCode))
+      for (let i = 0; i < 100; i++) {
+        const res = await get(app, '/me', token)
+        statuses.push(res.statusCode)
+        if (i === 0) assert.equal(res.headers['x-sb-error-code'], 'backend_unreachable')
+      }
+      assert.ok(
+        statuses.every((s) => s === 502),
+        `statuses: ${[...new Set(statuses)].join(', ')}`,
+      )
+      assert.equal(fetches, 1, `${fetches} fetches for 200 requests`)
+    } finally {
+      await app.close()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+
+  it('after the cooldown the key set is fetched again and tokens pass', async () => {
+    const key = await makeKey()
+    const server = await startKeyServer([key.publicJwk])
+    server.down = true
+    const app = await appWith(server) // cooldown 200 ms
+    try {
+      assert.equal((await get(app, '/me', await sign(key))).statusCode, 502)
+      server.down = false
+      assert.equal((await get(app, '/me', await sign(key))).statusCode, 502, 'within the cooldown')
+      assert.equal(server.jwksCalls, 0)
+      await new Promise((r) => setTimeout(r, 300))
+      assert.equal((await get(app, '/me', await sign(key))).statusCode, 200)
+      assert.equal(server.jwksCalls, 1)
     } finally {
       await app.close()
       await server.close()

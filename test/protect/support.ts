@@ -37,12 +37,12 @@ export function claims(overrides: Record<string, unknown> = {}): Record<string, 
 export async function sign(
   key: SigningKey,
   overrides: Record<string, unknown> = {},
-  options: { issuer?: string; expiresIn?: string | number; kid?: string } = {},
+  options: { issuer?: string; expiresIn?: string | number; kid?: string; issuedAt?: number } = {},
 ): Promise<string> {
   const jwt = new SignJWT(claims(overrides))
     .setProtectedHeader({ alg: key.publicJwk.alg!, kid: options.kid ?? key.kid, typ: 'JWT' })
     .setIssuer(options.issuer ?? ISSUER)
-    .setIssuedAt()
+    .setIssuedAt(options.issuedAt)
   jwt.setExpirationTime(options.expiresIn ?? '1h')
   return jwt.sign(key.privateKey)
 }
