@@ -111,7 +111,14 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   })
 
   const quiet = new Set<string>()
-  const readiness = new Readiness({ backendUrl: config.backendUrl, apiKey: config.backendApiKey, rateLimiter })
+  const readiness = new Readiness({
+    backendUrl: config.backendUrl,
+    apiKey: config.backendApiKey,
+    rateLimiter,
+    followDependencies: config.readinessFollowsDependencies,
+    log: app.log,
+  })
+  app.addHook('onListen', async () => readiness.start())
   app.addHook('onClose', () => readiness.close())
   const hidden = { schema: { hide: true } }
   if (config.livenessPath !== false) {
@@ -125,7 +132,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     quiet.add(config.readinessPath)
   }
 
-  const metrics = createMetrics(app, { rateLimiter, processMetrics: options.processMetrics ?? false })
+  const metrics = createMetrics(app, { rateLimiter, readiness, processMetrics: options.processMetrics ?? false })
   forwarder.observer = metrics.observeBackend
   let metricsPort: number | undefined
   if (config.metricsPath !== false && config.metricsPort === undefined) {
@@ -157,6 +164,9 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     // Loaded on demand: the JOSE library is only needed where tokens are verified.
     const { authgateProtect } = await import('./protect/index.ts')
     await app.register(authgateProtect, { backendUrl: config.backendUrl, ...options.protect })
+    // Tokens cannot be verified before the signing keys are known: not ready until the first fetch.
+    const jwks = app.authgateProtect?.verifier.jwks
+    if (jwks) readiness.require('signing_keys', () => jwks.load())
   }
   registerDocs(app, registry, options.openapi)
   return app

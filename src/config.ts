@@ -49,6 +49,8 @@ export interface CoreConfig {
   metricsPort: number | undefined
   livenessPath: string | false
   readinessPath: string | false
+  /** Readiness is also false while Supabase Auth or Redis is down (off by default: docs/decisions.md, D23). */
+  readinessFollowsDependencies: boolean
   /** Longest wait for requests in flight on shutdown; defaults to the backend timeout + 5 s. */
   shutdownTimeoutMs: number
   /** Time readiness is 503 before the listener closes. */
@@ -201,6 +203,14 @@ function parseHeaderName(variable: string, raw: string): string {
 
 const DISABLED = new Set(['off', 'false', 'none', 'disabled'])
 
+/** `true`/`false` (also `on`/`off`, `yes`/`no`, `1`/`0`). */
+export function parseBoolean(variable: string, raw: string): boolean {
+  const v = raw.trim().toLowerCase()
+  if (['true', 'on', 'yes', '1'].includes(v)) return true
+  if (['false', 'off', 'no', '0'].includes(v)) return false
+  throw new ConfigError(variable, `expected true or false, got ${JSON.stringify(raw)}`)
+}
+
 function servePathOrOff(variable: string, raw: string): string | false {
   return DISABLED.has(raw.toLowerCase()) ? false : parseServePath(variable, raw)
 }
@@ -257,6 +267,10 @@ export function loadCoreConfig(env: Env = process.env, options: { strict?: boole
     metricsPort: metricsPort === undefined ? undefined : parseIntIn('AUTHGATE_METRICS_PORT', metricsPort, 0, 65535),
     livenessPath: servePathOrOff('AUTHGATE_LIVENESS_PATH', required('AUTHGATE_LIVENESS_PATH')),
     readinessPath: servePathOrOff('AUTHGATE_READINESS_PATH', required('AUTHGATE_READINESS_PATH')),
+    readinessFollowsDependencies: parseBoolean(
+      'AUTHGATE_READINESS_FOLLOWS_DEPENDENCIES',
+      required('AUTHGATE_READINESS_FOLLOWS_DEPENDENCIES'),
+    ),
     shutdownTimeoutMs:
       shutdownTimeout === undefined
         ? backendTimeoutMs + 5000

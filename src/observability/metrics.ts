@@ -4,9 +4,12 @@ import type { RateLimiter } from '../ratelimit/index.ts'
 import { RedisStore } from '../ratelimit/redis-store.ts'
 import { createServer } from 'node:http'
 import type { BackendExchange } from './backend-timing.ts'
+import type { Readiness } from './health.ts'
 
 export interface MetricsOptions {
   rateLimiter?: RateLimiter | undefined
+  /** Source of `authgate_dependency_up`. */
+  readiness?: Readiness | undefined
   /** Node.js process metrics (CPU, memory, event-loop lag, GC) too: the service wants them, tests not. */
   processMetrics?: boolean
 }
@@ -92,6 +95,20 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
         },
       })
     }
+  }
+
+  const readiness = options.readiness
+  if (readiness !== undefined) {
+    new Gauge({
+      name: 'authgate_dependency_up',
+      help: '1 while a dependency answers (supabase_auth: GET /health below 500; redis: connection ready), else 0',
+      labelNames: ['dependency'] as const,
+      registers: [registry],
+      async collect() {
+        for (const [dependency, up] of Object.entries(await readiness.dependencies()))
+          this.set({ dependency }, up ? 1 : 0)
+      },
+    })
   }
 
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
