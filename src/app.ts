@@ -13,6 +13,7 @@ import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
+import { WorkerMetrics } from './observability/cluster-metrics.ts'
 import { createMetrics, metricsHandler, startMetricsServer } from './observability/metrics.ts'
 import { requestIdGenerator } from './observability/request-id.ts'
 import { registerRequestLog } from './observability/request-log.ts'
@@ -37,6 +38,11 @@ export interface AuthgateOptions extends AuthgatePluginOptions {
   protect?: Omit<ProtectOptions, 'backendUrl'> & { backendUrl?: URL }
   /** Node.js process metrics (memory, CPU, event loop, GC) with the service's own. Default false. */
   processMetrics?: boolean
+  /**
+   * In a worker of the service's own cluster (AUTHGATE_WORKERS): a scrape answers for every worker,
+   * from the primary (src/observability/cluster-metrics.ts). Default false.
+   */
+  clusterMetrics?: boolean
 }
 
 /** What the service adds around the plugin: readiness (turned off first on shutdown) and the metrics. */
@@ -134,10 +140,12 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
 
   const metrics = createMetrics(app, { rateLimiter, readiness, processMetrics: options.processMetrics ?? false })
   forwarder.observer = metrics.observeBackend
+  const scrape = options.clusterMetrics ? new WorkerMetrics(metrics.registry) : metrics.registry
+  if (scrape instanceof WorkerMetrics) app.addHook('onClose', async () => scrape.close())
   let metricsPort: number | undefined
   if (config.metricsPath !== false && config.metricsPort === undefined) {
     claimPath(app, 'AUTHGATE_METRICS_PATH', config.metricsPath)
-    app.get(config.metricsPath, hidden, metricsHandler(metrics.registry))
+    app.get(config.metricsPath, hidden, metricsHandler(scrape))
     quiet.add(config.metricsPath)
   } else if (config.metricsPath !== false && config.metricsPort !== undefined) {
     const path = config.metricsPath
@@ -145,7 +153,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     let stop: (() => Promise<void>) | undefined
     // onReady, not onListen: listen() resolves only once the metrics listener is up too.
     app.addHook('onReady', async () => {
-      const started = await startMetricsServer(metrics.registry, { port, host: config.host, path })
+      const started = await startMetricsServer(scrape, { port, host: config.host, path })
       stop = started.close
       metricsPort = started.port
     })

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { availableParallelism } from 'node:os'
 import { ConfigError } from './config.ts'
+import { servePrimaryMetrics } from './observability/cluster-metrics.ts'
 import { MemoryStore } from './ratelimit/memory-store.ts'
 import type { RateLimitPolicy } from './ratelimit/policy.ts'
 import { SIGNAL_REPEAT_WINDOW_MS } from './shutdown.ts'
@@ -151,6 +152,8 @@ export interface PrimaryOptions {
  */
 export function runPrimary(options: PrimaryOptions): void {
   const store = options.ownsRateLimitStore ? new MemoryStore({ maxKeys: options.memoryMaxKeys }) : undefined
+  // Any worker's scrape answers for all of them.
+  servePrimaryMetrics()
   const listening = new WeakSet<Worker>()
   let stopping = false
   let exitCode = 0

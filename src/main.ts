@@ -51,7 +51,14 @@ async function main(): Promise<void> {
   const { buildApp } = await import('./app.ts')
   let app
   try {
-    app = await buildApp({ config, rateLimit, openapi, logger: true, processMetrics: true })
+    app = await buildApp({
+      config,
+      rateLimit,
+      openapi,
+      logger: true,
+      processMetrics: true,
+      clusterMetrics: cluster.isWorker,
+    })
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)

@@ -4,6 +4,7 @@ import type { RateLimiter } from '../ratelimit/index.ts'
 import { RedisStore } from '../ratelimit/redis-store.ts'
 import { createServer } from 'node:http'
 import type { BackendExchange } from './backend-timing.ts'
+import type { MetricsSource } from './cluster-metrics.ts'
 import type { Readiness } from './health.ts'
 
 export interface MetricsOptions {
@@ -103,6 +104,7 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
       name: 'authgate_dependency_up',
       help: '1 while a dependency answers (supabase_auth: GET /health below 500; redis: connection ready), else 0',
       labelNames: ['dependency'] as const,
+      aggregator: 'min',
       registers: [registry],
       async collect() {
         for (const [dependency, up] of Object.entries(await readiness.dependencies()))
@@ -134,7 +136,7 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
 
 /** The metrics on a listener of their own (AUTHGATE_METRICS_PORT): kept off the public port. */
 export async function startMetricsServer(
-  registry: Registry,
+  registry: MetricsSource,
   options: { port: number; host: string; path: string },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
@@ -164,7 +166,7 @@ export async function startMetricsServer(
 }
 
 /** The scrape route: the registry in Prometheus text format. */
-export function metricsHandler(registry: Registry) {
+export function metricsHandler(registry: MetricsSource) {
   return async (_request: FastifyRequest, reply: FastifyReply) => {
     reply.header('content-type', registry.contentType)
     reply.header('cache-control', 'no-store')
