@@ -14,6 +14,7 @@ import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
+import { WorkerMetrics } from './observability/cluster-metrics.ts'
 import { createMetrics, metricsHandler, startMetricsServer } from './observability/metrics.ts'
 import { requestIdGenerator } from './observability/request-id.ts'
 import { registerRequestLog } from './observability/request-log.ts'
@@ -43,6 +44,11 @@ export interface AuthgateOptions extends Omit<AuthgatePluginOptions, 'config'> {
   protect?: Omit<ProtectOptions, 'backendUrl'> & { backendUrl?: URL }
   /** Node.js process metrics (memory, CPU, event loop, GC) with the service's own. Default false. */
   processMetrics?: boolean
+  /**
+   * In a worker of the service's own cluster (AUTHGATE_WORKERS): a scrape answers for every worker,
+   * from the primary (src/observability/cluster-metrics.ts). Default false.
+   */
+  clusterMetrics?: boolean
 }
 
 /** What the service adds around the plugin: readiness (turned off first on shutdown) and the metrics. */
@@ -123,7 +129,14 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   requireHostHeader(app)
 
   const quiet = new Set<string>()
-  const readiness = new Readiness({ backend, rateLimiter })
+  const readiness = new Readiness({
+    backend,
+    rateLimiter,
+    followDependencies: config.readinessFollowsDependencies,
+    log: app.log,
+  })
+  app.addHook('onListen', async () => readiness.start())
+  app.addHook('onClose', () => readiness.close())
   const hidden = { schema: { hide: true } }
   if (config.livenessPath !== false) {
     claimPath(app, 'AUTHGATE_LIVENESS_PATH', config.livenessPath)
@@ -138,14 +151,17 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
 
   const metrics = createMetrics(app, {
     rateLimiter,
+    readiness,
     processMetrics: options.processMetrics ?? false,
     clientErrors: (server.clientErrorHandler as ClientErrorHandler).counts,
   })
   forwarder.observer = metrics.observeBackend
+  const scrape = options.clusterMetrics ? new WorkerMetrics(metrics.registry) : metrics.registry
+  if (scrape instanceof WorkerMetrics) app.addHook('onClose', async () => scrape.close())
   let metricsPort: number | undefined
   if (config.metricsPath !== false && config.metricsPort === undefined) {
     claimPath(app, 'AUTHGATE_METRICS_PATH', config.metricsPath)
-    app.get(config.metricsPath, hidden, metricsHandler(metrics.registry))
+    app.get(config.metricsPath, hidden, metricsHandler(scrape))
     quiet.add(config.metricsPath)
   } else if (config.metricsPath !== false && config.metricsPort !== undefined) {
     const path = config.metricsPath
@@ -153,7 +169,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     let stop: (() => Promise<void>) | undefined
     // onReady, not onListen: listen() resolves only once the metrics listener is up too.
     app.addHook('onReady', async () => {
-      const started = await startMetricsServer(metrics.registry, { port, host: config.host, path })
+      const started = await startMetricsServer(scrape, { port, host: config.host, path })
       stop = started.close
       metricsPort = started.port
     })
@@ -172,6 +188,9 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     // Loaded on demand: the JOSE library is only needed where tokens are verified.
     const { authgateProtect } = await import('./protect/index.ts')
     await app.register(authgateProtect, { backend, ...options.protect })
+    // Tokens cannot be verified before the signing keys are known: not ready until the first fetch.
+    const jwks = app.authgateProtect?.verifier.jwks
+    if (jwks) readiness.require('signing_keys', () => jwks.load())
   }
   registerDocs(app, registry, options.openapi)
   return app

@@ -1,6 +1,8 @@
 import cluster, { type Worker } from 'node:cluster'
+import { servePrimaryMetrics } from './observability/cluster-metrics.ts'
 import { MemoryStore } from './ratelimit/memory-store.ts'
 import type { RateLimitPolicy } from './ratelimit/policy.ts'
+import { SIGNAL_REPEAT_WINDOW_MS } from './shutdown.ts'
 import type { Decision, RateLimitStore } from './ratelimit/store.ts'
 
 /**
@@ -124,6 +126,8 @@ export interface PrimaryOptions {
   /** The primary owns the rate-limit store (no Redis configured). */
   ownsRateLimitStore: boolean
   memoryMaxKeys: number
+  /** Longest a worker takes to stop (its shutdown delay plus timeout); the primary waits a little longer. */
+  stopTimeoutMs: number
   log: (message: string) => void
 }
 
@@ -134,6 +138,8 @@ export interface PrimaryOptions {
  */
 export function runPrimary(options: PrimaryOptions): void {
   const store = options.ownsRateLimitStore ? new MemoryStore({ maxKeys: options.memoryMaxKeys }) : undefined
+  // Any worker's scrape answers for all of them.
+  servePrimaryMetrics()
   const listening = new WeakSet<Worker>()
   let stopping = false
   let exitCode = 0
@@ -163,12 +169,25 @@ export function runPrimary(options: PrimaryOptions): void {
     exitCode = code
     const workers = Object.values(cluster.workers ?? {})
     if (workers.length === 0) process.exit(exitCode)
+    // A worker that got the signal itself (a process-group signal) takes this copy as a repeat.
     for (const w of workers) w?.process.kill('SIGTERM')
-    // The workers finish in-flight requests (their own 10 s bound); the primary waits a little longer.
-    setTimeout(() => process.exit(exitCode || 1), 12_000).unref()
+    // The workers finish in-flight requests within their own deadline; the primary waits a little longer.
+    setTimeout(() => process.exit(exitCode || 1), options.stopTimeoutMs + 5000).unref()
   }
-  process.on('SIGINT', () => stop(0))
-  process.on('SIGTERM', () => stop(0))
+  let firstSignalAt: number | undefined
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (firstSignalAt === undefined) {
+      firstSignalAt = performance.now()
+      stop(0)
+      return
+    }
+    // Copies of the first signal (npm's forwarded one) are not a second request to stop.
+    if (performance.now() - firstSignalAt < SIGNAL_REPEAT_WINDOW_MS) return
+    options.log(`second signal (${signal}): the workers stop now`)
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM')
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
 
   for (let i = 0; i < options.workers; i++) fork()
 }

@@ -51,6 +51,8 @@ export interface CoreConfig {
   metricsPort: number | undefined
   livenessPath: string | false
   readinessPath: string | false
+  /** Readiness is also false while Supabase Auth or Redis is down (off by default: docs/decisions.md, D24). */
+  readinessFollowsDependencies: boolean
   /** Longest wait for requests in flight on shutdown; defaults to the backend timeout + 5 s. */
   shutdownTimeoutMs: number
   /** Time readiness is 503 before the listener closes. */
@@ -166,6 +168,14 @@ export function parseCidrList(variable: string, raw: string): string[] {
   return items
 }
 
+/** `true`/`false` (also `on`/`off`, `yes`/`no`, `1`/`0`). */
+export function parseBoolean(variable: string, raw: string): boolean {
+  const v = raw.trim().toLowerCase()
+  if (['true', 'on', 'yes', '1'].includes(v)) return true
+  if (['false', 'off', 'no', '0'].includes(v)) return false
+  throw new AuthgateConfigError(variable, `expected true or false, got ${JSON.stringify(raw)}`)
+}
+
 /** `sso, MFA` → `['sso', 'mfa']`; an unknown name or `core` stops start-up. */
 export function parseDisabledGroups(variable: string, raw: string): OptionalGroup[] {
   const out: OptionalGroup[] = []
@@ -254,6 +264,7 @@ const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
   readinessPath: 'AUTHGATE_READINESS_PATH',
   shutdownTimeoutMs: 'AUTHGATE_SHUTDOWN_TIMEOUT',
   shutdownDelayMs: 'AUTHGATE_SHUTDOWN_DELAY',
+  readinessFollowsDependencies: 'AUTHGATE_READINESS_FOLLOWS_DEPENDENCIES',
 }
 
 /** What code may pass: any core option, the backend URL also as a string. */
@@ -298,6 +309,7 @@ function fromEnv(env: Env): CoreConfigInput {
   each('readinessPath', pathOrOff)
   each('shutdownTimeoutMs', duration)
   each('shutdownDelayMs', durationOrZero)
+  each('readinessFollowsDependencies', parseBoolean)
   return out
 }
 
@@ -386,6 +398,10 @@ function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: s
     case 'keepAliveTimeoutMs':
     case 'shutdownTimeoutMs':
       out = duration(false)
+      break
+    case 'readinessFollowsDependencies':
+      if (typeof value !== 'boolean') fail(`must be true or false, got ${JSON.stringify(value)}`)
+      out = value
       break
     case 'host':
       out = parseHost(name, text())

@@ -51,7 +51,13 @@ async function main(): Promise<void> {
   const { core: config, rateLimit, openapi, workers } = settings
   if (workers > 1 && cluster.isPrimary) {
     const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
-    runPrimary({ workers, ownsRateLimitStore: !rateLimit.redis, memoryMaxKeys: rateLimit.memoryMaxKeys, log })
+    runPrimary({
+      workers,
+      ownsRateLimitStore: !rateLimit.redis,
+      memoryMaxKeys: rateLimit.memoryMaxKeys,
+      stopTimeoutMs: config.shutdownDelayMs + config.shutdownTimeoutMs,
+      log,
+    })
     return
   }
   // A cluster worker without Redis asks the primary, so that every worker draws on one budget.
@@ -67,6 +73,7 @@ async function main(): Promise<void> {
       openapi,
       logger: true,
       processMetrics: true,
+      clusterMetrics: cluster.isWorker,
     })
   } catch (err) {
     if (err instanceof AuthgateConfigError) {

@@ -82,7 +82,7 @@ test('SIGTERM to `npm start` with 50 requests in flight: none is lost, the servi
   }
 })
 
-test('a second signal exits at once', async () => {
+test('a second signal after a pause exits at once; one right behind the first is a copy of it', async () => {
   const backend = await startFakeBackend((_req, res) => {
     setTimeout(() => res.writeHead(200).end('{}'), 20_000)
   })
@@ -93,8 +93,11 @@ test('a second signal exits at once', async () => {
     while (backend.requests.length < 1) await sleep(20)
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
     process.kill(pid, 'SIGTERM')
-    await sleep(300)
+    await sleep(100)
+    process.kill(pid, 'SIGINT')
+    await sleep(1500)
     assert.equal(alive(pid), true, 'still finishing the request in flight')
+    assert.match(logs(), /signal repeated/)
     const t = performance.now()
     process.kill(pid, 'SIGTERM')
     assert.equal(await exited, 1)

@@ -165,7 +165,15 @@ export const SETTINGS: readonly Setting[] = [
     name: 'AUTHGATE_READINESS_PATH',
     group: 'Observability',
     default: '/readyz',
-    meaning: 'readiness: 200 while the backend (and Redis, when configured) is reachable; 503 once shutting down',
+    meaning:
+      'readiness of this instance: 200 once it can serve, 503 once shutting down; the state of Supabase Auth and Redis is in the body',
+  },
+  {
+    name: 'AUTHGATE_READINESS_FOLLOWS_DEPENDENCIES',
+    group: 'Observability',
+    default: 'false',
+    meaning:
+      '`true`: readiness is also 503 while Supabase Auth or Redis is down (every replica shares them, so an outage takes all out of rotation)',
   },
   // Shutdown
   {

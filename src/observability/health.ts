@@ -1,40 +1,95 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import type { SupabaseAuthClient } from '../core/backend.ts'
 import type { RateLimiter } from '../ratelimit/index.ts'
+import type { RateLimitStore } from '../ratelimit/store.ts'
+
+/** The shared services authgate depends on, as named in the readiness body, metrics and logs. */
+export type Dependency = 'supabase_auth' | 'redis'
 
 export interface ReadinessOptions {
   /** The connection to Supabase Auth (its `apikey` included: hosted Supabase answers 401 without one). */
   backend: SupabaseAuthClient
   rateLimiter?: RateLimiter | undefined
+  /**
+   * Readiness also turns false while a dependency is down (the behaviour before decision D24).
+   * Default false: dependencies are reported, not followed.
+   */
+  followDependencies?: boolean
+  /** Where dependency changes are logged (up → down, down → up). */
+  log?: FastifyBaseLogger | undefined
   /** Longest a probe of the backend waits. Default 2 s. */
   timeoutMs?: number
   /** A probe result is reused this long, so frequent probes cost one backend request. Default 1 s. */
   cacheMs?: number
+  /**
+   * Between two probes of the backend while the service runs, so a change is logged and counted
+   * even when nothing asks for readiness. Default 10 s; 0 for none.
+   */
+  probeIntervalMs?: number
 }
 
 export interface ReadinessReport {
   ready: boolean
-  checks: { backend: 'up' | 'down'; redis?: 'up' | 'down'; shutdown?: 'draining' }
+  checks: {
+    backend: 'up' | 'down'
+    redis?: 'up' | 'down'
+    /** Present while a condition of this instance is not met (e.g. `signing_keys`). */
+    waiting?: string[]
+    shutdown?: 'draining'
+  }
 }
 
+/** A condition this instance needs before it can serve (e.g. the first key-set fetch). */
+type Condition = () => boolean | Promise<boolean>
+
 /**
- * Readiness of this authgate instance: false once it is shutting down (first, before the listener
- * closes), and while Supabase Auth cannot be reached (GET <backend>/health answers below 500) or
- * the rate-limit Redis, when one is configured, is not connected. Liveness is separate and never
- * looks at dependencies: a backend outage must not get authgate restarted.
+ * Readiness of this authgate instance (docs/decisions.md, D24): false once it is shutting down
+ * (first, before the listener closes) and until its own conditions hold (the signing keys are
+ * fetched when tokens are verified locally). Supabase Auth (GET <backend>/health below 500) and
+ * the rate-limit Redis are shared by every replica: their state is in the body, the metrics and the
+ * logs, and turns readiness false only with `followDependencies`. Liveness never looks at either.
  */
 export class Readiness {
   readonly #health: URL
   readonly #timeoutMs: number
   readonly #options: ReadinessOptions
+  readonly #conditions = new Map<string, Condition>()
+  readonly #met = new Set<string>()
+  readonly #state = new Map<Dependency, boolean>()
   #draining = false
   #cached: { at: number; up: boolean } | undefined
   #inflight: Promise<boolean> | undefined
+  #timer: NodeJS.Timeout | undefined
+  #stopRedisWatch: (() => void) | undefined
 
   constructor(options: ReadinessOptions) {
     this.#options = options
+    const timeout = options.timeoutMs ?? 2000
     this.#timeoutMs = options.timeoutMs ?? 2000
     this.#health = options.backend.resolve('/health')
+    const store = options.rateLimiter?.store
+    if (store?.status !== undefined) this.#watchStore(store)
+  }
+
+  get followsDependencies(): boolean {
+    return this.#options.followDependencies ?? false
+  }
+
+  /**
+   * Readiness stays false until `check` returns true once (checked again at each readiness
+   * request until then; never again after).
+   */
+  require(name: string, check: Condition): void {
+    this.#conditions.set(name, check)
+  }
+
+  /** Starts the periodic backend probe (the service calls it once listening). */
+  start(): void {
+    const every = this.#options.probeIntervalMs ?? 10_000
+    if (this.#timer !== undefined || every <= 0) return
+    void this.#backendUp()
+    this.#timer = setInterval(() => void this.#backendUp(), every)
+    this.#timer.unref()
   }
 
   /** From now on readiness is false (shutdown). */
@@ -46,18 +101,59 @@ export class Readiness {
     return this.#draining
   }
 
+  /** Each dependency's state: the backend probed (or its result reused), Redis's connection as it is. */
+  async dependencies(): Promise<Partial<Record<Dependency, boolean>>> {
+    const out: Partial<Record<Dependency, boolean>> = { supabase_auth: await this.#backendUp() }
+    const redis = this.#redisUp()
+    if (redis !== undefined) out.redis = redis
+    return out
+  }
+
   async report(): Promise<ReadinessReport> {
-    if (this.#draining) return { ready: false, checks: { backend: 'down', shutdown: 'draining' } }
-    const backendUp = await this.#backendUp()
-    const checks: ReadinessReport['checks'] = { backend: backendUp ? 'up' : 'down' }
-    let redisUp = true
-    const store = this.#options.rateLimiter?.store
-    const status = store?.status?.()
-    if (status !== undefined) {
-      redisUp = status === 'up'
-      checks.redis = redisUp ? 'up' : 'down'
+    const deps = await this.dependencies()
+    const checks: ReadinessReport['checks'] = { backend: deps.supabase_auth ? 'up' : 'down' }
+    if (deps.redis !== undefined) checks.redis = deps.redis ? 'up' : 'down'
+    const waiting = await this.#unmet()
+    if (waiting.length > 0) checks.waiting = waiting
+    if (this.#draining) checks.shutdown = 'draining'
+    const dependenciesUp = deps.supabase_auth! && deps.redis !== false
+    const ready = !this.#draining && waiting.length === 0 && (!this.followsDependencies || dependenciesUp)
+    return { ready, checks }
+  }
+
+  async #unmet(): Promise<string[]> {
+    const waiting: string[] = []
+    for (const [name, check] of this.#conditions) {
+      if (this.#met.has(name)) continue
+      let ok: boolean
+      try {
+        ok = await check()
+      } catch {
+        ok = false
+      }
+      if (ok) this.#met.add(name)
+      else waiting.push(name)
     }
-    return { ready: backendUp && redisUp && !this.#draining, checks }
+    return waiting
+  }
+
+  #redisUp(): boolean | undefined {
+    const status = this.#options.rateLimiter?.store.status?.()
+    return status === undefined ? undefined : status === 'up'
+  }
+
+  /** A store that can become unavailable (Redis) is followed through its own status. */
+  #watchStore(store: RateLimitStore): void {
+    this.#stopRedisWatch = store.onStatusChange?.((status) => this.#record('redis', status === 'up'))
+  }
+
+  /** Logs a dependency's change of state: down at warn, back up at info. The first state is logged only when down. */
+  #record(dependency: Dependency, up: boolean): void {
+    const before = this.#state.get(dependency)
+    this.#state.set(dependency, up)
+    if (before === up || (before === undefined && up)) return
+    if (up) this.#options.log?.info({ dependency }, 'dependency up again')
+    else this.#options.log?.warn({ dependency }, 'dependency down')
   }
 
   #backendUp(): Promise<boolean> {
@@ -67,6 +163,7 @@ export class Readiness {
     this.#inflight ??= this.#probe().then((up) => {
       this.#cached = { at: performance.now(), up }
       this.#inflight = undefined
+      this.#record('supabase_auth', up)
       return up
     })
     return this.#inflight
@@ -80,6 +177,12 @@ export class Readiness {
     } catch {
       return false
     }
+  }
+
+  close(): Promise<void> {
+    clearInterval(this.#timer)
+    this.#stopRedisWatch?.()
+    return Promise.resolve()
   }
 }
 

@@ -3,9 +3,13 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { RateLimiter } from '../ratelimit/index.ts'
 import { createServer } from 'node:http'
 import type { BackendExchange } from './backend-timing.ts'
+import type { MetricsSource } from './cluster-metrics.ts'
+import type { Readiness } from './health.ts'
 
 export interface MetricsOptions {
   rateLimiter?: RateLimiter | undefined
+  /** Source of `authgate_dependency_up`. */
+  readiness?: Readiness | undefined
   /** Node.js process metrics (CPU, memory, event-loop lag, GC) too: the service wants them, tests not. */
   processMetrics?: boolean
   /** The client-error handler's counts, by `error\treason` (src/http/client-errors.ts). */
@@ -119,6 +123,21 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
     }
   }
 
+  const readiness = options.readiness
+  if (readiness !== undefined) {
+    new Gauge({
+      name: 'authgate_dependency_up',
+      help: '1 while a dependency answers (supabase_auth: GET /health below 500; redis: connection ready), else 0',
+      labelNames: ['dependency'] as const,
+      aggregator: 'min',
+      registers: [registry],
+      async collect() {
+        for (const [dependency, up] of Object.entries(await readiness.dependencies()))
+          this.set({ dependency }, up ? 1 : 0)
+      },
+    })
+  }
+
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
     const route = request.routeOptions.url ?? ''
     const method = request.method
@@ -142,7 +161,7 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
 
 /** The metrics on a listener of their own (AUTHGATE_METRICS_PORT): kept off the public port. */
 export async function startMetricsServer(
-  registry: Registry,
+  registry: MetricsSource,
   options: { port: number; host: string; path: string },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
@@ -172,7 +191,7 @@ export async function startMetricsServer(
 }
 
 /** The scrape route: the registry in Prometheus text format. */
-export function metricsHandler(registry: Registry) {
+export function metricsHandler(registry: MetricsSource) {
   return async (_request: FastifyRequest, reply: FastifyReply) => {
     reply.header('content-type', registry.contentType)
     reply.header('cache-control', 'no-store')

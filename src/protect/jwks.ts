@@ -37,6 +37,8 @@ export interface Jwks {
   getKey: KeyResolver
   /** The set last fetched, if any. */
   current(): JSONWebKeySet | undefined
+  /** True once a set has been fetched; fetches it now when none has been (concurrent calls share one fetch). */
+  load(): Promise<boolean>
 }
 
 function isFetchFailure(err: unknown): boolean {
@@ -91,5 +93,21 @@ export function createJwks(options: JwksOptions): Jwks {
     }
   }) as KeyResolver
 
-  return { getKey, current: () => remote.jwks() }
+  let loading: Promise<boolean> | undefined
+  const load = (): Promise<boolean> => {
+    if (remote.jwks() !== undefined) return Promise.resolve(true)
+    loading ??= remote.reload().then(
+      () => {
+        loading = undefined
+        return remote.jwks() !== undefined
+      },
+      () => {
+        loading = undefined
+        return false
+      },
+    )
+    return loading
+  }
+
+  return { getKey, current: () => remote.jwks(), load }
 }

@@ -69,9 +69,13 @@ export class RedisStore implements RateLimitStore {
     return this.client.status === 'ready' ? 'up' : 'down'
   }
 
-  onStatusChange(listener: (status: StoreStatus) => void): void {
-    this.client.on('ready', () => listener('up'))
-    this.client.on('close', () => listener('down'))
+  onStatusChange(listener: (status: StoreStatus) => void): () => void {
+    const update = () => listener(this.status())
+    const events = ['ready', 'close', 'end'] as const
+    for (const event of events) this.client.on(event, update)
+    return () => {
+      for (const event of events) this.client.off(event, update)
+    }
   }
 
   async take(key: string, policy: RateLimitPolicy): Promise<Decision> {

@@ -29,8 +29,8 @@ export interface RateLimitStore {
    * cannot become unavailable (memory).
    */
   status?(): StoreStatus
-  /** Registers a listener for changes of `status()` (a lost or regained Redis connection). */
-  onStatusChange?(listener: (status: StoreStatus) => void): void
+  /** Registers a listener for changes of `status()` (a lost or regained Redis connection); returns its removal. */
+  onStatusChange?(listener: (status: StoreStatus) => void): () => void
   /** Waits (at most `timeoutMs`) until the store can decide; true when it can. */
   ready?(timeoutMs: number): Promise<boolean>
   close(): Promise<void>
