@@ -1,6 +1,6 @@
 import { ERRORS, ErrorSchema } from '../errors.ts'
 import { answersOf } from './backend-answers.ts'
-import { routeName, type AuthRoute } from './routes.ts'
+import { routeName, type AuthRoute } from './routes/index.ts'
 import { NO_PROTOTYPE_KEYS } from './types/common.ts'
 
 /**
