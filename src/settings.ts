@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os'
-import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes.ts'
+import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes/index.ts'
 import { loadCoreConfig, type CoreConfig } from './config.ts'
 import { AuthgateConfigError, type Env } from './config/env.ts'
 import { settingValue } from './config/schema.ts'

@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv'
 import { ERRORS, type BackendAnswer } from '../errors.ts'
+import type { RouteId } from './routes/index.ts'
 
 /**
  * Backend-shaped answers: where Supabase Auth itself rejects a condition that the gateway's
@@ -11,7 +12,7 @@ import { ERRORS, type BackendAnswer } from '../errors.ts'
  * Keyed by route (`METHOD /template`), the failing JSON Schema keyword and the property concerned.
  */
 export interface AnswerRule {
-  route: string
+  route: RouteId
   keyword: string
   property: string
   /** Every answer the rule can give (the OpenAPI document lists their statuses). */
@@ -52,7 +53,7 @@ const pkceHalf: BackendAnswer = {
   message: 'PKCE flow requires code_challenge_method and code_challenge',
 }
 /** A `code_challenge` without its method (src/auth/types/common.ts PKCE_PAIR). */
-const pkceRules = (route: string): AnswerRule[] =>
+const pkceRules = (route: RouteId): AnswerRule[] =>
   (['required', 'type'] as const).map((keyword) => ({
     route,
     keyword,
@@ -60,7 +61,7 @@ const pkceRules = (route: string): AnswerRule[] =>
     ...fixed(pkceHalf),
   }))
 /** `email` and `phone` together, refused in each route's own words. */
-const bothAddresses = (route: string, message: string): AnswerRule => ({
+const bothAddresses = (route: RouteId, message: string): AnswerRule => ({
   route,
   keyword: 'not',
   property: '',
@@ -83,7 +84,7 @@ const verifyOneAddress: BackendAnswer = {
 }
 
 /** The e-mail rules of every route that validates `email` with Supabase Auth's own check. */
-const emailRules = (route: string): AnswerRule[] => [
+const emailRules = (route: RouteId): AnswerRule[] => [
   { route, keyword: 'format', property: 'email', ...fixed(emailFormat) },
   { route, keyword: 'maxLength', property: 'email', ...fixed(emailTooLong) },
 ]
@@ -187,7 +188,7 @@ export function errorProperty(error: ErrorObject): string {
 }
 
 /** The backend-shaped answer for the first validation error of a route, if Supabase Auth has one. */
-export function backendAnswer(route: string, error: ErrorObject, body: unknown): BackendAnswer | undefined {
+export function backendAnswer(route: RouteId, error: ErrorObject, body: unknown): BackendAnswer | undefined {
   const rule = index.get(`${route} ${error.keyword} ${errorProperty(error)}`)
   if (!rule) return undefined
   const record =
@@ -196,6 +197,6 @@ export function backendAnswer(route: string, error: ErrorObject, body: unknown):
 }
 
 /** The answers a route can give in Supabase Auth's words, for its documentation. */
-export function answersOf(route: string): BackendAnswer[] {
+export function answersOf(route: RouteId): BackendAnswer[] {
   return BACKEND_ANSWERS.filter((r) => r.route === route).flatMap((r) => r.answers)
 }

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
-import type { AuthRoute } from './routes.ts'
+import type { AuthRoute } from './routes/index.ts'
 
 /**
  * The body of a mounted route, in one place: read once as bytes (the limit enforced while reading),

@@ -5,7 +5,8 @@ import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-
 import { bodyHook } from './body.ts'
 import { queryHook } from './query.ts'
 import { routeSchema } from './route-docs.ts'
-import type { AuthRoute } from './routes.ts'
+import { routeKey } from './routes/id.ts'
+import type { AuthRoute, HttpMethod } from './routes/index.ts'
 
 export interface MountOptions {
   /** The prefix `scope` was registered with; the path guard reads the raw request target. */
@@ -121,7 +122,7 @@ function guardHandler(routes: AuthRoute[], prefix: string, all: readonly AuthRou
  */
 export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): void {
   // Catch-all guards, one per method and static base (`POST /factors/*` serves challenge and verify).
-  const guards = new Map<string, AuthRoute[]>()
+  const guards = new Map<string, { method: HttpMethod; url: string; routes: AuthRoute[] }>()
   for (const route of options.routes) {
     const limiter = options.rateLimitHook?.(route)
     scope.route({
@@ -138,12 +139,14 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
 
     const brace = route.path.indexOf('{')
     if (brace !== -1) {
-      const key = `${route.method} ${route.path.slice(0, brace)}*`
-      guards.set(key, [...(guards.get(key) ?? []), route])
+      const url = `${route.path.slice(0, brace)}*`
+      const key = routeKey(route.method, url)
+      const guard = guards.get(key) ?? { method: route.method, url, routes: [] }
+      guard.routes.push(route)
+      guards.set(key, guard)
     }
   }
-  for (const [key, routes] of guards) {
-    const [method, url] = key.split(' ') as [AuthRoute['method'], string]
+  for (const { method, url, routes } of guards.values()) {
     scope.route({
       method,
       url,

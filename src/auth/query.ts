@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { sendError } from '../errors.ts'
 import { bodyAjv } from '../validation.ts'
-import type { AuthRoute } from './routes.ts'
+import type { AuthRoute } from './routes/index.ts'
 
 /**
  * The query of a route whose `queryChecked` is set, judged before forwarding. Values are read as

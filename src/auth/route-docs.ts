@@ -1,6 +1,7 @@
 import { ERRORS, ErrorSchema } from '../errors.ts'
 import { answersOf } from './backend-answers.ts'
-import { routeName, type AuthRoute } from './routes.ts'
+import type { KnownErrorCode } from './error-codes.ts'
+import { routeName, type AuthRoute } from './routes/index.ts'
 import { NO_PROTOTYPE_KEYS } from './types/common.ts'
 
 /**
@@ -51,7 +52,7 @@ const RATE_LIMIT_HEADERS = {
 }
 
 /** Supabase Auth's answers to a missing, bad or revoked user token (any `bearer` route). */
-const BEARER_ERRORS: Record<number, readonly string[]> = {
+const BEARER_ERRORS: Record<number, readonly KnownErrorCode[]> = {
   400: ['bad_jwt'],
   401: ['no_authorization'],
   403: ['bad_jwt', 'session_not_found', 'user_not_found', 'user_banned'],
@@ -59,8 +60,8 @@ const BEARER_ERRORS: Record<number, readonly string[]> = {
 
 /** Who gives each code for one status. */
 interface StatusCodes {
-  backend: Set<string>
-  gateway: Set<string>
+  backend: Set<KnownErrorCode>
+  gateway: Set<KnownErrorCode>
 }
 
 /** The error codes of every error status of a route, Supabase Auth's and authgate's. */
@@ -71,7 +72,7 @@ export function errorCodes(route: AuthRoute, limited: boolean): Map<number, Stat
     if (!entry) out.set(status, (entry = { backend: new Set(), gateway: new Set() }))
     return entry
   }
-  const backend = (status: number, codes: readonly string[]) => {
+  const backend = (status: number, codes: readonly KnownErrorCode[]) => {
     for (const c of codes) at(status).backend.add(c)
   }
   const gateway = (code: keyof typeof ERRORS, status: number = ERRORS[code].status) => at(status).gateway.add(code)

@@ -104,6 +104,8 @@ export class SupabaseAuthClient {
     return undiciFetch(url, {
       headers,
       dispatcher: this.#pool,
+      // A redirect is the backend's answer to report, never one to follow from here.
+      redirect: 'manual',
       ...(init.signal ? { signal: init.signal } : {}),
     }) as unknown as Promise<Response>
   }

@@ -1,3 +1,4 @@
+import { parseRouteKey } from '../auth/routes/id.ts'
 import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
@@ -27,10 +28,7 @@ export interface RateLimitConfig {
 export const DEFAULT_RATE = settingValue({}, 'AUTHGATE_RATE_LIMIT')!
 
 /** `post  /signup` → `POST /signup`; undefined when it is not `METHOD /path`. */
-export function normalizeRoute(raw: string): string | undefined {
-  const m = /^([A-Za-z]+)\s+(\/\S*)$/.exec(raw.trim())
-  return m ? `${m[1]!.toUpperCase()} ${m[2]}` : undefined
-}
+const normalizeRoute = (raw: string): string | undefined => parseRouteKey(raw)?.key
 
 /** Policy identifier for a route-specific policy: `/passkeys/{id}` → `passkeys-id`. */
 export function policyNameFor(template: string): string {
@@ -42,9 +40,8 @@ export function policyNameFor(template: string): string {
   )
 }
 
-export function templateOf(route: string): string {
-  return route.slice(route.indexOf(' ') + 1)
-}
+/** The template of a normalised route name (the bucket it counts in). */
+const templateOf = (route: string): string => parseRouteKey(route)?.path ?? route
 
 function knownRoute(raw: string, known: Set<string>): string {
   const route = normalizeRoute(raw)

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
+import { routeKey } from '../auth/routes/id.ts'
 import { errorResponse, sendError, wantsNewErrorShape } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import { clientKey } from './client-key.ts'
@@ -85,7 +86,7 @@ export function createRateLimiter(
   const closed = config.onRedisError === 'closed'
 
   function hookFor(method: string, template: string): RateLimitHook | undefined {
-    const policy = config.routes.get(`${method.toUpperCase()} ${template}`)
+    const policy = config.routes.get(routeKey(method, template))
     if (!policy) return undefined
     const bucket = bucketName(template) + '|'
     const policyValue = policyHeader(policy)

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { BACKEND_ANSWERS } from '../../src/auth/backend-answers.ts'
-import { AUTH_ROUTES, routeName } from '../../src/auth/routes.ts'
+import { AUTH_ROUTES, routeName } from '../../src/auth/routes/index.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
 import { ANSWER_CASES, BEARER_ANSWER_CASES } from '../support/backend-answer-cases.ts'
 

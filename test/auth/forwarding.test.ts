@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { AUTH_ROUTES, routeName } from '../../src/auth/routes.ts'
+import { AUTH_ROUTES, routeName } from '../../src/auth/routes/index.ts'
 import { parseBackendUrl } from '../../src/config.ts'
 import { VALID_BODIES, withFakeBackend, type Harness } from '../support/app.ts'
 

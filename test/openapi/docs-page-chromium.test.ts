@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { AUTH_ROUTES } from '../../src/auth/routes.ts'
+import { AUTH_ROUTES } from '../../src/auth/routes/index.ts'
 import { chromiumUnavailableReason, launchChromium } from '../../e2e/support/chromium.ts'
 import { realisticApp } from './support/realistic-app.ts'
 

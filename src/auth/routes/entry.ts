@@ -1,0 +1,115 @@
+import type { TSchema } from 'typebox'
+import type { KnownErrorCode } from '../error-codes.ts'
+import type { RouteGroup } from '../groups.ts'
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+export type AuthTag = 'Auth' | 'OAuth' | 'Passkey' | 'MFA' | 'SSO'
+
+export interface ResponseDoc {
+  description: string
+  schema?: TSchema
+  headers?: Record<string, { description: string; required?: boolean; schema: Record<string, unknown> }>
+}
+
+/** A whole request body (and the query it goes with) documented as one named example. */
+export interface RequestExample {
+  summary: string
+  description?: string
+  value: Record<string, unknown>
+  /** Query parameters the example needs (e.g. `grant_type`), when they differ from the parameters' own examples. */
+  query?: Record<string, string>
+}
+
+/**
+ * One mounted route. Mounting (src/auth/mount.ts), rate limiting and the OpenAPI document all read
+ * this table and nothing else lists routes.
+ */
+export interface AuthRoute {
+  method: HttpMethod
+  /**
+   * Path template relative to the prefix. Every `{name}` segment is checked by the path guard
+   * (src/proxy/path-guard.ts) and re-encoded into the backend path.
+   */
+  path: string
+  /** typed: validated JSON, original bytes forwarded. relay: no validation, everything byte for byte. */
+  kind: 'typed' | 'relay'
+  tag: AuthTag
+  /** Operators turn features off by group (src/auth/groups.ts). */
+  group: RouteGroup
+  summary: string
+  description?: string
+  /** Request body type. Absent: the backend reads no body and any body is forwarded untouched. */
+  body?: TSchema
+  /** The backend does not read the body (docs/decisions.md, D5): an empty one is accepted. */
+  bodyOptional?: boolean
+  /**
+   * Query parameters. Documented only, unless `queryChecked`: the raw query string is always
+   * forwarded and the backend checks it.
+   */
+  query?: TSchema
+  /**
+   * The gateway validates the query against `query` before forwarding (values as the backend reads
+   * them: the first of a repeated name), where the backend would fail on input it does not check.
+   */
+  queryChecked?: boolean
+  /**
+   * Whole requests that succeed against a Supabase Auth with the features of the route turned on,
+   * in the order a reader would try them (the first is what "Try it" sends). Checked against the
+   * document's own schema by the unit tests and sent to the real server by the end-to-end suite.
+   */
+  examples?: Record<string, RequestExample>
+  params?: TSchema
+  /** Success responses by status (docs/decisions.md, D6: the backend's real statuses). */
+  responses: Record<number, ResponseDoc>
+  /**
+   * Supabase Auth's own error answers on this route, by status: the error codes it uses there
+   * (from its source, checked by the end-to-end suite). The gateway's statuses, the bearer-token
+   * failures of `bearer` routes and the body failures of routes with a body are added by the
+   * documentation (src/auth/route-docs.ts); only what is particular to the route is listed here.
+   * Only codes of the one list (src/auth/error-codes.ts) type-check.
+   */
+  errors: Partial<Record<number, readonly KnownErrorCode[]>>
+  /** Some error answers use the OAuth shape `{error, error_description}` (always 400). */
+  oauthErrors?: boolean
+  /** The backend requires a user's bearer token (documentation; the gateway itself authenticates nothing). */
+  bearer: boolean
+  /** Limited by default (docs/decisions.md, D11); operators may change the set. */
+  rateLimited: boolean
+  /** Accepts `application/x-www-form-urlencoded` besides JSON (OAuth clients send forms). */
+  form?: boolean
+  /** The backend's answer is the same for every client: served from the response cache while fresh. */
+  cacheable?: boolean
+  /** Where the request goes when it differs from method + path (docs/decisions.md, D8). */
+  backend?: { method?: HttpMethod; path?: string }
+  /**
+   * Also served at the origin root with the well-known segment before the prefix
+   * (`/.well-known/<name><prefix>`), where RFC 8414 §3.1 and OpenID discovery clients look for the
+   * metadata of an issuer whose URL has a path.
+   */
+  rootAlias?: boolean
+}
+
+/** The fields every route of a group shares, given once in the group's file. */
+export type GroupDefaults = Pick<AuthRoute, 'kind' | 'tag' | 'group' | 'bearer' | 'rateLimited'>
+
+/** A route as its group's file writes it: the group's defaults may be left out, or overridden. */
+export type RouteEntry = Omit<AuthRoute, keyof GroupDefaults> & Partial<GroupDefaults>
+
+/** Refuses fields `AuthRoute` does not have (a generic parameter alone would let them through). */
+type NoExtraFields<E> = E & { [K in Exclude<keyof E, keyof RouteEntry>]: never }
+
+/** A mounted route that keeps its literal method and path, from which the route ids are derived. */
+export type TableRoute<E> = E extends { method: infer M; path: infer P } ? AuthRoute & { method: M; path: P } : never
+
+/** The `METHOD /template` names of a list of table routes. */
+export type RouteIdOf<R> = R extends { method: infer M extends string; path: infer P extends string }
+  ? `${M} ${P}`
+  : never
+
+/** One group's routes, in the order given, each with the group's defaults under its own fields. */
+export function withDefaults<const T extends readonly RouteEntry[]>(
+  defaults: GroupDefaults,
+  entries: T & { readonly [K in keyof T]: NoExtraFields<T[K]> },
+): readonly TableRoute<T[number]>[] {
+  return entries.map((entry) => ({ ...defaults, ...entry })) as readonly AuthRoute[] as readonly TableRoute<T[number]>[]
+}
