@@ -16,7 +16,8 @@ import { Readiness, livenessHandler, readinessHandler } from './observability/he
 import { createMetrics, metricsHandler, startMetricsServer } from './observability/metrics.ts'
 import { requestIdGenerator } from './observability/request-id.ts'
 import { registerRequestLog } from './observability/request-log.ts'
-import { createRegistry, registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './openapi/index.ts'
+import { registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './docs-server/index.ts'
+import { createRegistry } from './openapi/index.ts'
 import { authgate, type AuthgatePluginOptions } from './plugin.ts'
 import type { ProtectOptions } from './protect/index.ts'
 

@@ -3,9 +3,9 @@ import { test } from 'node:test'
 import Fastify from 'fastify'
 import { Type } from 'typebox'
 import { buildOpenApiDocument } from '../../src/openapi/document.ts'
-import { defineRoute, inForm, inHeader, inPath, inQuery } from '../../src/openapi/define-route.ts'
+import { defineRoute, inForm, inHeader, inPath, inQuery } from '../../src/routes-dsl/define-route.ts'
 import { createRegistry } from '../../src/openapi/registry.ts'
-import { withRules } from '../../src/openapi/rules.ts'
+import { withRules } from '../../src/routes-dsl/rules.ts'
 
 type Json = Record<string, any>
 

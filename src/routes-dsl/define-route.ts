@@ -10,9 +10,9 @@ import type {
 import type { Static, TSchema } from 'typebox'
 import { routeAuthHook } from '../protect/hook.ts'
 import { normaliseAuth, type AuthOption } from '../protect/requirement.ts'
-import { applyFieldTags, type FieldLocation } from './request-split.ts'
-import type { JsonSchema, SecurityRequirement } from './types.ts'
-import { cloneSchema, mergeObjectSchemas } from './json-schema.ts'
+import { applyFieldTags, type FieldLocation } from '../openapi/request-split.ts'
+import type { JsonSchema, SecurityRequirement } from '../openapi/types.ts'
+import { cloneSchema, mergeObjectSchemas } from '../openapi/json-schema.ts'
 
 /**
  * How an application declares its own typed routes beside the mounted auth routes: one object
