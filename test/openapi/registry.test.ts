@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify from 'fastify'
-import { buildOpenApiDocument } from '../../src/openapi/document.ts'
+import { buildOpenApiDocument } from '../../src/docs-server/document.ts'
 import { createRegistry } from '../../src/openapi/registry.ts'
 import { registerDocs } from '../../src/docs-server/register-docs.ts'
 
