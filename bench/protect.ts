@@ -17,7 +17,7 @@ import { promisify } from 'node:util'
 import { parseArgs } from 'node:util'
 import { buildApp } from '../src/app.ts'
 import { parseBackendUrl } from '../src/config.ts'
-import { defineRoute } from '../src/openapi/index.ts'
+import { defineRoute } from '../src/routes-dsl/index.ts'
 import { reservePort, startSupabaseAuth } from '../e2e/support/supabase-auth.ts'
 
 const { values } = parseArgs({

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { GoTrueClient } from '@supabase/auth-js'
 import { importJWK, SignJWT } from 'jose'
 import { authgateProtect } from '../src/protect/index.ts'
-import { defineRoute } from '../src/openapi/index.ts'
+import { defineRoute } from '../src/routes-dsl/index.ts'
 import { generateSigningJwk, type SigningJwk } from './support/jwt.ts'
 import { startGateway, type Gateway } from './support/stack.ts'
 import {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type AuthgateOptions } from '../src/app.ts'
-import type { RegisterDocsOptions } from '../src/openapi/index.ts'
+import type { RegisterDocsOptions } from '../src/docs-server/index.ts'
 import { TODO_OPENAPI, registerTodoRoutes } from './todo-routes.ts'
 
 /**

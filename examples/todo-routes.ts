@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
-import { defineRoute, inHeader, inPath, inQuery, withRules } from '../src/openapi/index.ts'
+import { defineRoute, inHeader, inPath, inQuery, withRules } from '../src/routes-dsl/index.ts'
 
 /**
  * An application's own typed routes, next to the mounted auth routes: one declaration per route

@@ -8,7 +8,7 @@ import { OPTIONAL_GROUPS, type OptionalGroup } from './auth/groups.ts'
  */
 import { AuthgateConfigError, envValue, OFF_WORDS, parseIntIn, type Env } from './config/env.ts'
 import { settingValue, unknownVariables } from './config/schema.ts'
-import { parseServePath } from './openapi/config.ts'
+import { parseServePath } from './docs-server/config.ts'
 import { normaliseBackendUrl } from './core/backend.ts'
 
 export { AuthgateConfigError, parseIntIn, type Env }

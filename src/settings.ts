@@ -3,7 +3,7 @@ import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes/inde
 import { loadCoreConfig, type CoreConfig } from './config.ts'
 import { AuthgateConfigError, type Env } from './config/env.ts'
 import { settingValue } from './config/schema.ts'
-import { loadOpenApiConfig, type OpenApiOptions } from './openapi/config.ts'
+import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
 
 /**

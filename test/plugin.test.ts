@@ -4,8 +4,10 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { buildApp } from '../src/app.ts'
 import { parseBackendUrl } from '../src/config.ts'
-import { buildOpenApiDocument, createRegistry, registerDocs } from '../src/openapi/index.ts'
+import { buildOpenApiDocument, registerDocs } from '../src/docs-server/index.ts'
+import { createRegistry } from '../src/openapi/index.ts'
 import { authgate } from '../src/plugin.ts'
+import { splitFieldTags } from '../src/routes-dsl/index.ts'
 import { startFakeBackend, type FakeBackend } from './support/fake-backend.ts'
 
 type Json = Record<string, any>
@@ -41,18 +43,19 @@ function addUserRoutes(app: FastifyInstance): void {
     { schema: { querystring: { type: 'object', properties: { n: { type: 'integer' } } } } },
     (req) => req.query,
   )
-  // A plain route using the `in` tags of the single-request-type model.
+  // A plain route using the `in` tags of the single-request-type model (split where the route is
+  // defined, so it validates the same with or without a registry listening).
   app.post(
     '/owners/:ownerId/pets',
     {
-      schema: {
+      schema: splitFieldTags({
         tags: ['Pets'],
         body: {
           type: 'object',
           properties: { ownerId: { type: 'string', in: 'path' }, name: { type: 'string' } },
           required: ['ownerId', 'name'],
         },
-      },
+      }),
     },
     async (request) => ({ params: request.params, body: request.body }),
   )

@@ -1,5 +1,4 @@
 import { ErrorSchema } from '../errors.ts'
-import { canForbid, routeAuthOf } from '../protect/requirement.ts'
 import { ComponentCollector, cloneJson } from './components.ts'
 import { addGeneratedExamples } from './examples.ts'
 import { assignOperationIds, type OperationKey } from './operation-ids.ts'
@@ -13,6 +12,7 @@ import {
   type OpenApiDocument,
   type RouteEntry,
   type RouteSchema,
+  type TagRules,
 } from './types.ts'
 import { isRecord } from './json-schema.ts'
 import { applyFieldTags } from './request-split.ts'
@@ -20,36 +20,18 @@ import { applyFieldTags } from './request-split.ts'
 /**
  * The OpenAPI 3.1 document of a set of routes (docs/openapi.md; docs/decisions.md D6, D12, D13):
  * a pure function of the registry's entries and the options, so the document served is always
- * the one a fresh build would give.
+ * the one a fresh build would give. It knows no tag names and nothing of how routes check
+ * tokens: tag meanings and descriptions come in with the options, a route's own check with its
+ * `schema.access`.
  */
 export const DEFAULT_TITLE = 'API Documentation'
 export const DEFAULT_VERSION = '1.0.0'
-
-export const DEFAULT_TAG_DESCRIPTIONS: Record<string, string> = {
-  Auth: 'Supabase Auth core endpoints: health, settings, sign-up, sign-in and tokens, one-time codes, verification, recovery, the signed-in user, and the redirect flows of external providers.',
-  OAuth:
-    'The OAuth 2.1 authorization server of Supabase Auth: discovery metadata, keys, authorization, tokens, dynamic client registration and userinfo.',
-  Passkey: 'Passkeys (WebAuthn): registering, signing in with, listing, renaming and deleting passkeys.',
-  Public: 'Operations that need no credentials.',
-  Admin: 'Administrative operations: a valid token is not enough, the caller needs the right role.',
-  Management: 'Management operations: a valid token is not enough, the caller needs the right role.',
-}
 
 export const BEARER_AUTH = {
   type: 'http',
   scheme: 'bearer',
   bearerFormat: 'JWT',
   description: 'The access token of a signed-in user: `Authorization: Bearer <ACCESS_TOKEN>`.',
-} as const
-
-/** The `WWW-Authenticate` header of a protected route's 401 and 403. */
-const CHALLENGE = {
-  'WWW-Authenticate': {
-    description:
-      'RFC 6750 bearer challenge: `error` and `error_description` when a token was refused, and `resource_metadata` (RFC 9728) naming where to get one.',
-    schema: { type: 'string' },
-    example: 'Bearer error="invalid_token", error_description="the access token has expired"',
-  },
 } as const
 
 // Methods whose `body` schema is documented as a requestBody (OpenAPI gives DELETE's body no defined meaning).
@@ -113,6 +95,7 @@ function buildOperation(
   components: ComponentCollector,
   errorRef: JsonSchema,
   shared: Record<string, unknown>,
+  rules: TagRules,
 ): JsonSchema {
   // Idempotent: routes seen by the registry are split already, entries built by hand may not be.
   const schema: RouteSchema = applyFieldTags(entry.schema ?? {}, entry.url)
@@ -138,14 +121,15 @@ function buildOperation(
     if (rb) op.requestBody = rb
   }
 
-  // Security: stated by the route (D12) or the default rule (bearer unless tagged `Public`).
-  // A route that checks tokens (`auth`) is documented as it checks: optional auth lists the empty
-  // requirement too, and 403 appears only where a valid token can still be refused.
-  const auth = routeAuthOf(entry.config)
+  // Security: stated by the route (D12), else what its own check accepts, else the default rule
+  // (bearer unless a tag of `rules.public` says otherwise). A route with its own check is
+  // documented as it checks, whatever its tags.
+  const access = isRecord(schema.access) ? schema.access : undefined
+  const hasTag = (names: readonly string[] | undefined) => (names ?? []).some((t) => tags.includes(t))
   let security: JsonSchema[]
   if (Array.isArray(schema.security)) security = schema.security.filter(isRecord).map((r) => ({ ...r }))
-  else if (auth) security = auth.mode === 'optional' ? [{}, { bearerAuth: [] }] : [{ bearerAuth: [] }]
-  else security = tags.includes('Public') ? [] : [{ bearerAuth: [] }]
+  else if (access && Array.isArray(access.security)) security = access.security.filter(isRecord).map((r) => ({ ...r }))
+  else security = hasTag(rules.public) ? [] : [{ bearerAuth: [] }]
   const authenticated = security.some((r) => Object.keys(r).length > 0)
 
   const produces = Array.isArray(schema.produces) && schema.produces.length > 0 ? schema.produces : ['application/json']
@@ -159,14 +143,20 @@ function buildOperation(
   const declaresSuccess = Object.keys(responses).some((s) => /^[23]/.test(s))
   if (!declaresSuccess) responses['200'] = { description: 'OK' }
   if (!responses['400']) responses['400'] = errorResponse('400', errorRef)
-  if (auth) {
-    if (!responses['401']) responses['401'] = { ...errorResponse('401', errorRef), headers: { ...CHALLENGE } }
-    if (canForbid(auth) && !responses['403'])
-      responses['403'] = { ...errorResponse('403', errorRef), headers: { ...CHALLENGE } }
+  if (access) {
+    const errors = isRecord(access.errors) ? access.errors : {}
+    for (const [status, raw] of Object.entries(errors)) {
+      const key = normaliseStatus(status)
+      if (responses[key]) continue
+      const e = isRecord(raw) ? raw : {}
+      const response = errorResponse(key, errorRef)
+      if (typeof e.description === 'string' && e.description !== '') response.description = e.description
+      if (isRecord(e.headers)) response.headers = cloneJson(e.headers)
+      responses[key] = response
+    }
   } else {
     if (authenticated && !responses['401']) responses['401'] = errorResponse('401', errorRef)
-    if ((tags.includes('Admin') || tags.includes('Management')) && !responses['403'])
-      responses['403'] = errorResponse('403', errorRef)
+    if (hasTag(rules.restricted) && !responses['403']) responses['403'] = errorResponse('403', errorRef)
   }
   if (!responses['500']) responses['500'] = errorResponse('500', errorRef)
   op.responses = Object.fromEntries(
@@ -185,7 +175,7 @@ function addExamplesToContent(container: unknown): void {
   for (const media of Object.values(container.content)) if (isRecord(media)) addGeneratedExamples(media.schema)
 }
 
-export function buildOpenApiDocument(entries: RouteEntry[], options: DocumentOptions = {}): OpenApiDocument {
+export function buildDocument(entries: RouteEntry[], options: DocumentOptions = {}): OpenApiDocument {
   const shared = options.sharedSchemas ?? {}
   const components = new ComponentCollector(shared)
   const errorRef = components.reference(ErrorSchema as unknown as JsonSchema)
@@ -201,7 +191,7 @@ export function buildOpenApiDocument(entries: RouteEntry[], options: DocumentOpt
       // Two routes may share method and path under different Fastify constraints; the first is documented.
       if (seen.has(`${method} ${path}`)) continue
       seen.add(`${method} ${path}`)
-      const operation = buildOperation(entry, method, params, components, errorRef, shared)
+      const operation = buildOperation(entry, method, params, components, errorRef, shared, options.tagRules ?? {})
       for (const t of (operation.tags as string[] | undefined) ?? []) if (!tagOrder.includes(t)) tagOrder.push(t)
       const explicit =
         typeof entry.schema?.operationId === 'string' && entry.schema.operationId !== ''
@@ -241,7 +231,8 @@ export function buildOpenApiDocument(entries: RouteEntry[], options: DocumentOpt
   const given = new Map((options.tags ?? []).map((t) => [t.name, t.description]))
   const names = [...tagOrder, ...[...given.keys()].filter((n) => !tagOrder.includes(n))]
   const tags = names.map((name) => {
-    const description = given.get(name) ?? DEFAULT_TAG_DESCRIPTIONS[name]
+    const described = options.tagDescriptions ?? {}
+    const description = given.get(name) ?? (Object.hasOwn(described, name) ? described[name] : undefined)
     return description ? { name, description } : { name }
   })
 

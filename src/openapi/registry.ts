@@ -1,5 +1,4 @@
 import type { FastifyInstance, RouteOptions } from 'fastify'
-import { applyFieldTags } from './request-split.ts'
 import type { RouteEntry, RouteSchema } from './types.ts'
 
 /**
@@ -7,7 +6,8 @@ import type { RouteEntry, RouteSchema } from './types.ts'
  * way to list routes with their options, so the registry listens with `onRoute`: it sees routes
  * registered on the instance after `createRegistry` and in plugins registered after it (hooks are
  * inherited by child contexts when they are created). Routes registered before it, or in an
- * encapsulated sibling context, are not seen; create it first.
+ * encapsulated sibling context, are not seen; create it first. It only records: the routes are
+ * registered, validated and served exactly as they would be without it.
  */
 export interface RouteRegistry {
   /** A snapshot in registration order; hidden routes and Fastify's automatic HEAD routes excluded. */
@@ -42,9 +42,8 @@ export function createRegistry(app: FastifyInstance): RouteRegistry {
     if (methods.includes('GET') && !methods.includes('HEAD') && (route.exposeHeadRoute ?? exposeHeadByDefault))
       autoHeadOf.set(url, route.handler)
 
-    // A plain route may use the `in` tags too: split them here, before Fastify compiles the
-    // validators, so the route validates the same parts the document shows.
-    if (route.schema) route.schema = applyFieldTags(route.schema as RouteSchema, `${methods.join(',')} ${url}`)
+    // Recorded as given, never changed: what Fastify validates must not depend on whether a
+    // registry listens.
     const schema = route.schema as RouteSchema | undefined
     if (schema?.hide === true) return
     list.push({ methods, url, schema, config: route.config as Record<string, unknown> | undefined })

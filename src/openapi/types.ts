@@ -43,10 +43,34 @@ export interface RouteSchema {
   >
   /** Response media types; `application/json` when absent. */
   produces?: string[]
+  /** How the route checks its callers, when it does (documented instead of the tag rules). */
+  access?: RouteAccess
   [key: string]: unknown
 }
 
 export type SecurityRequirement = Record<string, string[]>
+
+/**
+ * A route's own access check as the document shows it, stated by whatever installs the check
+ * (`defineRoute` with `auth`). The builder needs no knowledge of how tokens are checked.
+ */
+export interface RouteAccess {
+  /** The requirements the check accepts; `schema.security` still wins when the route states it. */
+  security: SecurityRequirement[]
+  /** Statuses the check answers with the standard error body, e.g. `{ '401': { headers } }`. */
+  errors: Record<string, { description?: string; headers?: Record<string, unknown> }>
+}
+
+/**
+ * What some tag names mean to the default security rule. The generic builder gives no tag a
+ * meaning; authgate passes `DEFAULT_TAG_RULES` (`Public`; `Admin`, `Management`).
+ */
+export interface TagRules {
+  /** Operations with one of these tags need no credentials unless they state their security. */
+  public?: readonly string[]
+  /** Operations with one of these tags may refuse a valid token: 403 is documented. */
+  restricted?: readonly string[]
+}
 
 export interface InfoOptions {
   title?: string
@@ -79,6 +103,10 @@ export interface DocumentOptions {
   securitySchemes?: Record<string, SecuritySchemeOption>
   /** Tag descriptions. Tags are listed in order of first use; listed but unused ones come last. */
   tags?: TagOption[]
+  /** Descriptions for tags that are used (an unused one is not listed); `tags` wins. */
+  tagDescriptions?: Record<string, string>
+  /** Tags with a meaning for the default security rule; none unless given. */
+  tagRules?: TagRules
   /** Schemas registered with `app.addSchema`, keyed by `$id`, so `$ref: 'User#'` can be resolved. */
   sharedSchemas?: Record<string, unknown>
 }
@@ -106,5 +134,9 @@ declare module 'fastify' {
     produces?: readonly string[]
     bodyRequired?: boolean
     requestExamples?: Readonly<Record<string, { summary?: string; description?: string; value: unknown }>>
+    access?: {
+      security: ReadonlyArray<Record<string, readonly string[]>>
+      errors: Readonly<Record<string, { description?: string; headers?: Readonly<Record<string, unknown>> }>>
+    }
   }
 }

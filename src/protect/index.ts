@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import { SupabaseAuthClient } from '../core/backend.ts'
 import { createProtection, type Protection } from './hook.ts'
 import {
@@ -58,6 +59,15 @@ export function createProtectionFromOptions(options: ProtectOptions): {
   }
 }
 
+async function protectPlugin(app: FastifyInstance, options: ProtectOptions): Promise<void> {
+  if (app.hasDecorator('authgateProtect')) throw new Error('protect: the plugin is registered twice')
+  const { protection, metadata, close } = createProtectionFromOptions(options)
+  app.addHook('onClose', close)
+  app.decorate('authgateProtect', protection)
+  if (!app.hasRequestDecorator('user')) app.decorateRequest('user', null)
+  if (metadata) registerResourceMetadataRoute(app, metadata)
+}
+
 /**
  * Verifies Supabase Auth access tokens on the application's routes. Register it on the root
  * instance (it is not encapsulated, so every route sees it), then give routes an `auth` option:
@@ -66,17 +76,10 @@ export function createProtectionFromOptions(options: ProtectOptions): {
  * await app.register(authgateProtect, { backendUrl, issuer: 'https://api.example.com/auth' })
  * app.route(defineRoute({ method: 'GET', url: '/me', auth: 'required', handler: (req) => req.user }))
  * ```
+ *
+ * A named plugin, so Fastify's errors and other plugins' `dependencies` can refer to it.
  */
-export async function authgateProtect(app: FastifyInstance, options: ProtectOptions): Promise<void> {
-  if (app.hasDecorator('authgateProtect')) throw new Error('protect: the plugin is registered twice')
-  const { protection, metadata, close } = createProtectionFromOptions(options)
-  app.addHook('onClose', close)
-  app.decorate('authgateProtect', protection)
-  if (!app.hasRequestDecorator('user')) app.decorateRequest('user', null)
-  if (metadata) registerResourceMetadataRoute(app, metadata)
-}
-// Not encapsulated (what fastify-plugin does): the decorations reach the whole application.
-;(authgateProtect as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true
+export const authgateProtect = fp(protectPlugin, { name: 'authgate-protect', fastify: '5.x' })
 
 export { createProtection, routeAuthHook, type Protection } from './hook.ts'
 export {

@@ -5,7 +5,8 @@ import { test } from 'node:test'
 import { AuthgateConfigError, loadCoreConfig } from '../../src/config.ts'
 import { SETTINGS, closestSetting, settingValue, unknownVariables } from '../../src/config/schema.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
-import { DEFAULT_TITLE, DEFAULT_VERSION, resolveOpenApiConfig } from '../../src/openapi/index.ts'
+import { resolveOpenApiConfig } from '../../src/docs-server/index.ts'
+import { DEFAULT_TITLE, DEFAULT_VERSION } from '../../src/openapi/index.ts'
 import { withTable } from '../../scripts/settings-table.ts'
 
 const ROOT = new URL('../../', import.meta.url)

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { AuthgateConfigError } from '../../src/config.ts'
 import { normaliseBackendUrl, SupabaseAuthClient } from '../../src/core/backend.ts'
-import { defineRoute } from '../../src/openapi/index.ts'
+import { defineRoute } from '../../src/routes-dsl/index.ts'
 import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
 import { ISSUER, makeKey, sign, type SigningKey } from '../protect/support.ts'
 

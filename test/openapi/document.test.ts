@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Type } from 'typebox'
 import { ErrorSchema } from '../../src/errors.ts'
-import { buildOpenApiDocument } from '../../src/openapi/document.ts'
+import { buildOpenApiDocument } from '../../src/docs-server/document.ts'
 import type { RouteEntry, RouteSchema } from '../../src/openapi/types.ts'
 
 type Json = Record<string, any>

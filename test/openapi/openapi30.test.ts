@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Type } from 'typebox'
-import { buildOpenApiDocument } from '../../src/openapi/document.ts'
+import { buildOpenApiDocument } from '../../src/docs-server/document.ts'
 import { schemaTo30, toOpenApi30 } from '../../src/openapi/openapi30.ts'
 
 test('3.1 schema constructs become their 3.0 equivalents', () => {

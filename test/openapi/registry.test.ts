@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify from 'fastify'
-import { buildOpenApiDocument } from '../../src/openapi/document.ts'
+import { buildOpenApiDocument } from '../../src/docs-server/document.ts'
 import { createRegistry } from '../../src/openapi/registry.ts'
-import { registerDocs } from '../../src/openapi/register-docs.ts'
+import { registerDocs } from '../../src/docs-server/register-docs.ts'
 
 const ok = async () => 'ok'
 

@@ -3,7 +3,9 @@ import { test } from 'node:test'
 import Fastify from 'fastify'
 import { Type } from 'typebox'
 import { authgateProtect } from '../../src/protect/index.ts'
-import { buildOpenApiDocument, createRegistry, defineRoute } from '../../src/openapi/index.ts'
+import { buildOpenApiDocument } from '../../src/docs-server/index.ts'
+import { createRegistry } from '../../src/openapi/index.ts'
+import { defineRoute } from '../../src/routes-dsl/index.ts'
 import { ISSUER } from './support.ts'
 
 type Op = { security: unknown; responses: Record<string, { headers?: Record<string, unknown> }> }

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { UnsecuredJWT } from 'jose'
 import { authgateProtect, type ProtectOptions } from '../../src/protect/index.ts'
-import { defineRoute } from '../../src/openapi/define-route.ts'
+import { defineRoute } from '../../src/routes-dsl/define-route.ts'
 import { ISSUER, makeKey, sign, signHs256, startKeyServer, type KeyServer, type SigningKey } from './support.ts'
 
 const SECRET = 'super-secret-jwt-token-with-at-least-32-characters'

@@ -1,5 +1,5 @@
-import type { JsonSchema } from './types.ts'
-import { cloneSchema } from './json-schema.ts'
+import type { JsonSchema } from '../openapi/types.ts'
+import { cloneSchema } from '../openapi/json-schema.ts'
 
 /**
  * The validation vocabulary (min, max, len, email, url, default) as JSON Schema keywords,

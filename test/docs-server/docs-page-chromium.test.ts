@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { AUTH_ROUTES } from '../../src/auth/routes/index.ts'
 import { chromiumUnavailableReason, launchChromium } from '../../e2e/support/chromium.ts'
-import { realisticApp } from './support/realistic-app.ts'
+import { realisticApp } from '../openapi/support/realistic-app.ts'
 
 /**
  * The reference page in a real browser, served by a real listening server: the Auth, OAuth and

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify from 'fastify'
 import { Type } from 'typebox'
-import { buildOpenApiDocument } from '../../src/openapi/document.ts'
-import { defineRoute, inForm, inHeader, inPath, inQuery } from '../../src/openapi/define-route.ts'
+import { buildOpenApiDocument } from '../../src/docs-server/document.ts'
+import { defineRoute, inForm, inHeader, inPath, inQuery } from '../../src/routes-dsl/index.ts'
 import { createRegistry } from '../../src/openapi/registry.ts'
-import { withRules } from '../../src/openapi/rules.ts'
+import { withRules } from '../../src/routes-dsl/rules.ts'
 
 type Json = Record<string, any>
 

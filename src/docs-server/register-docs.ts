@@ -2,12 +2,13 @@ import { createHash, randomBytes } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { resolveOpenApiConfig, type OpenApiOptions } from './config.ts'
-import { DEFAULT_TITLE, buildOpenApiDocument } from './document.ts'
+import { DEFAULT_TITLE } from '../openapi/document.ts'
+import { buildOpenApiDocument } from './document.ts'
 import { contentSecurityPolicy, docsPageHtml, type DocsPageOptions } from './docs-page.ts'
-import { toOpenApi30 } from './openapi30.ts'
-import type { RouteRegistry } from './registry.ts'
+import { toOpenApi30 } from '../openapi/openapi30.ts'
+import type { RouteRegistry } from '../openapi/registry.ts'
 import { scalarAsset } from './scalar-asset.ts'
-import type { OpenApiDocument } from './types.ts'
+import type { OpenApiDocument } from '../openapi/types.ts'
 
 export interface RegisterDocsOptions extends OpenApiOptions {
   /** Extra Scalar settings (theme, layout, ...); the privacy settings cannot be overridden. */

@@ -10,13 +10,15 @@ import type {
 import type { Static, TSchema } from 'typebox'
 import { routeAuthHook } from '../protect/hook.ts'
 import { normaliseAuth, type AuthOption } from '../protect/requirement.ts'
-import { applyFieldTags, type FieldLocation } from './request-split.ts'
-import type { JsonSchema, SecurityRequirement } from './types.ts'
-import { cloneSchema, mergeObjectSchemas } from './json-schema.ts'
+import { mergeObjectSchemas } from '../openapi/json-schema.ts'
+import { applyFieldTags } from '../openapi/request-split.ts'
+import type { JsonSchema, SecurityRequirement } from '../openapi/types.ts'
+import { documentedAccess } from './access.ts'
 
 /**
  * How an application declares its own typed routes beside the mounted auth routes: one object
- * that Fastify validates with and the document builder documents. The request can be given as
+ * that Fastify validates with, the protect plugin checks and the document builder documents (this
+ * is the one place that joins them). The request can be given as
  * a single request type with fields tagged by location (`inPath`, `inQuery`, `inHeader`,
  * `inForm`, or the property option `{ in: 'query' }`), or as Fastify's separate schemas.
  *
@@ -30,17 +32,6 @@ import { cloneSchema, mergeObjectSchemas } from './json-schema.ts'
  * }))
  * ```
  */
-
-/** Marks a property with its location, keeping TypeBox's markers (Optional, ...) intact. */
-function tag<T extends TSchema, L extends FieldLocation>(schema: T, location: L): T & { in: L } {
-  const copy = cloneSchema(schema) as T & { in: L }
-  copy.in = location
-  return copy
-}
-export const inPath = <T extends TSchema>(schema: T) => tag(schema, 'path')
-export const inQuery = <T extends TSchema>(schema: T) => tag(schema, 'query')
-export const inHeader = <T extends TSchema>(schema: T) => tag(schema, 'header')
-export const inForm = <T extends TSchema>(schema: T) => tag(schema, 'form')
 
 /** A response documented by status, description and example (an "explicit response": it replaces the generated one for its status). */
 export interface ExplicitResponse {
@@ -178,6 +169,7 @@ export function defineRoute<
   let extra: Record<string, unknown> = {}
   if (def.auth !== undefined) {
     const auth = normaliseAuth(def.auth)
+    schema.access = documentedAccess(auth)
     const own = def.options?.onRequest
     const onRequest = [routeAuthHook(auth), ...(own === undefined ? [] : Array.isArray(own) ? own : [own])]
     extra = { onRequest, config: { ...(def.options?.config ?? {}), auth } }

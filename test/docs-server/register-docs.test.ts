@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { gunzipSync } from 'node:zlib'
 import Fastify from 'fastify'
 import { createRegistry } from '../../src/openapi/registry.ts'
-import { registerDocs } from '../../src/openapi/register-docs.ts'
+import { registerDocs } from '../../src/docs-server/register-docs.ts'
 
 const ok = async () => 'ok'
 

@@ -1,7 +1,7 @@
 import { AuthgateConfigError, envValue, OFF_WORDS, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
-import type { RouteRegistry } from './registry.ts'
-import type { DocumentOptions } from './types.ts'
+import type { RouteRegistry } from '../openapi/registry.ts'
+import type { DocumentOptions } from '../openapi/types.ts'
 
 /**
  * Where the documents and the reference page are served, from the environment

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { AuthgateConfigError } from '../../src/config.ts'
-import { derive30Path, loadOpenApiConfig, resolveOpenApiConfig } from '../../src/openapi/config.ts'
+import { derive30Path, loadOpenApiConfig, resolveOpenApiConfig } from '../../src/docs-server/config.ts'
 
 test('defaults: /openapi.json, /openapi-3.0.json, /docs, enabled', () => {
   assert.deepEqual(loadOpenApiConfig({}), {})
