@@ -1,4 +1,4 @@
-import type { AuthTag } from './routes.ts'
+import type { AuthTag } from './routes/index.ts'
 
 /**
  * The description the document gives each tag of the mounted routes. Keyed by the table's tag
