@@ -2,7 +2,8 @@ import { posix } from 'node:path'
 
 /**
  * The reference page: our own HTML around Scalar's browser build, configured so that nothing
- * leaves the machine (checked against @scalar/types 0.22 / @scalar/api-reference 1.72.1):
+ * leaves the machine (checked against the build inside @scalar/fastify-api-reference 1.76.3, by
+ * the Chromium test that counts the page's requests):
  * - `withDefaultFonts: false`: the default theme otherwise loads fonts from fonts.scalar.com;
  * - `telemetry: false`;
  * - `agent.disabled`, `mcp.disabled`: on localhost both are enabled by default and talk to

@@ -4,8 +4,11 @@ import { gunzipSync } from 'node:zlib'
 import Fastify from 'fastify'
 import { createRegistry } from '../../src/openapi/registry.ts'
 import { registerDocs } from '../../src/docs-server/register-docs.ts'
+import { scalarAsset } from '../../src/docs-server/scalar-asset.ts'
 
 const ok = async () => 'ok'
+/** The script's file name carries the installed package's version. */
+const SCRIPT = scalarAsset().fileName
 
 async function app(options: Parameters<typeof registerDocs>[2] = {}) {
   const a = Fastify()
@@ -22,7 +25,7 @@ test('serves the 3.1 document and its 3.0 rendering as JSON, with validators', a
     openapiPath: '/openapi.json',
     openapi30Path: '/openapi-3.0.json',
     docsPath: '/docs',
-    scriptPath: '/docs/scalar-api-reference-1.72.1.js',
+    scriptPath: `/docs/${SCRIPT}`,
   })
   const r31 = await a.inject('/openapi.json')
   assert.equal(r31.statusCode, 200)
@@ -61,7 +64,7 @@ test('the reference page: own HTML, hardened Scalar settings, a strict CSP with 
   const html = page.body
   assert.ok(html.includes('<title>Shop &#60;API&#62;</title>'))
   assert.ok(html.includes(`<script nonce="${nonce}">`))
-  assert.ok(html.includes('src="./docs/scalar-api-reference-1.72.1.js"'))
+  assert.ok(html.includes(`src="./docs/${SCRIPT}"`))
   const config = JSON.parse(/createApiReference\('#api-reference-root', (.*)\)<\/script>/.exec(html)![1]!)
   assert.equal(config.url, './openapi.json')
   assert.equal(config.withDefaultFonts, false)
@@ -123,13 +126,13 @@ test('paths are configurable (e.g. /api/openapi.json and /api/reference) and lin
     openapiPath: '/api/openapi.json',
     openapi30Path: '/api/openapi-3.0.json',
     docsPath: '/api/reference',
-    scriptPath: '/api/reference/scalar-api-reference-1.72.1.js',
+    scriptPath: `/api/reference/${SCRIPT}`,
   })
   assert.equal((await a.inject('/api/openapi.json')).statusCode, 200)
   assert.equal((await a.inject('/openapi.json')).statusCode, 404)
   const html = (await a.inject('/api/reference')).body
   assert.ok(html.includes('"url":"./openapi.json"'))
-  assert.ok(html.includes('src="./reference/scalar-api-reference-1.72.1.js"'))
+  assert.ok(html.includes(`src="./reference/${SCRIPT}"`))
   await a.close()
 })
 
@@ -158,8 +161,8 @@ test('registered inside a prefixed plugin, the routes carry the prefix', async (
   await a.ready()
   assert.equal(routes!.openapiPath, '/gateway/openapi.json')
   assert.equal((await a.inject('/gateway/openapi.json')).statusCode, 200)
-  assert.ok((await a.inject('/gateway/docs')).body.includes('src="./docs/scalar-api-reference-1.72.1.js"'))
-  assert.equal((await a.inject('/gateway/docs/scalar-api-reference-1.72.1.js')).statusCode, 200)
+  assert.ok((await a.inject('/gateway/docs')).body.includes(`src="./docs/${SCRIPT}"`))
+  assert.equal((await a.inject(`/gateway/docs/${SCRIPT}`)).statusCode, 200)
   await a.close()
 })
 
