@@ -49,7 +49,7 @@ export interface CoreConfig {
   metricsPort: number | undefined
   livenessPath: string | false
   readinessPath: string | false
-  /** Readiness is also false while Supabase Auth or Redis is down (off by default: docs/decisions.md, D23). */
+  /** Readiness is also false while Supabase Auth or Redis is down (off by default: docs/decisions.md, D24). */
   readinessFollowsDependencies: boolean
   /** Longest wait for requests in flight on shutdown; defaults to the backend timeout + 5 s. */
   shutdownTimeoutMs: number

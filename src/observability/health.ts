@@ -12,7 +12,7 @@ export interface ReadinessOptions {
   apiKey?: string | undefined
   rateLimiter?: RateLimiter | undefined
   /**
-   * Readiness also turns false while a dependency is down (the behaviour before decision D23).
+   * Readiness also turns false while a dependency is down (the behaviour before decision D24).
    * Default false: dependencies are reported, not followed.
    */
   followDependencies?: boolean
@@ -44,7 +44,7 @@ export interface ReadinessReport {
 type Condition = () => boolean | Promise<boolean>
 
 /**
- * Readiness of this authgate instance (docs/decisions.md, D23): false once it is shutting down
+ * Readiness of this authgate instance (docs/decisions.md, D24): false once it is shutting down
  * (first, before the listener closes) and until its own conditions hold (the signing keys are
  * fetched when tokens are verified locally). Supabase Auth (GET <backend>/health below 500) and
  * the rate-limit Redis are shared by every replica: their state is in the body, the metrics and the
