@@ -213,7 +213,14 @@ export const SETTINGS: readonly Setting[] = [
     name: 'AUTHGATE_REDIS_URL',
     group: 'Rate limiting',
     defaultText: 'none (memory store)',
-    meaning: '`redis://` or `rediss://`: share budgets across replicas (Redis or Valkey)',
+    meaning:
+      'share budgets across replicas (Redis or Valkey): `redis://host:6379`, `redis+sentinel://s1:26379,s2:26379/<master>`, `redis+cluster://n1:6379,n2:6379`; `rediss…` for TLS',
+  },
+  {
+    name: 'AUTHGATE_REDIS_SENTINEL_PASSWORD',
+    group: 'Rate limiting',
+    defaultText: 'none',
+    meaning: "Sentinel only: the sentinels' own password (Redis's is in the URL)",
   },
   {
     name: 'AUTHGATE_REDIS_KEY_PREFIX',

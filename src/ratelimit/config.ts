@@ -3,9 +3,13 @@ import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
 import { parseRate, samePolicy, type RateLimitPolicy } from './policy.ts'
+import { parseRedisUrl } from './redis-url.ts'
 
 export interface RedisSettings {
+  /** One server, a Sentinel-watched primary or a Cluster (src/ratelimit/redis-url.ts). */
   url: string
+  /** The sentinels' own password (`requirepass` of the sentinels), when they have one. */
+  sentinelPassword?: string | undefined
   /** Prepended to every key, so several deployments can share one Redis. */
   keyPrefix: string
   /** Longest a request waits on Redis before the failure policy applies. */
@@ -156,14 +160,17 @@ function redisSettings(
   const url = get('AUTHGATE_REDIS_URL')
   const timeoutMs = parseDuration('AUTHGATE_REDIS_TIMEOUT', setting('AUTHGATE_REDIS_TIMEOUT'))
   if (url === undefined) return undefined
-  let parsed: URL
   try {
-    parsed = new URL(url)
-  } catch {
-    throw new AuthgateConfigError('AUTHGATE_REDIS_URL', 'not a valid URL (expected redis://host:6379 or rediss://...)')
+    // The URL may hold a password: the messages never echo it.
+    parseRedisUrl(url)
+  } catch (err) {
+    throw new AuthgateConfigError('AUTHGATE_REDIS_URL', (err as Error).message)
   }
-  // The URL may hold a password: never echo it.
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
-    throw new AuthgateConfigError('AUTHGATE_REDIS_URL', `must be redis:// or rediss://, got ${parsed.protocol}`)
-  return { url, keyPrefix: setting('AUTHGATE_REDIS_KEY_PREFIX'), timeoutMs }
+  const sentinelPassword = get('AUTHGATE_REDIS_SENTINEL_PASSWORD')
+  return {
+    url,
+    ...(sentinelPassword !== undefined ? { sentinelPassword } : {}),
+    keyPrefix: setting('AUTHGATE_REDIS_KEY_PREFIX'),
+    timeoutMs,
+  }
 }

@@ -1,14 +1,64 @@
 import { createRequire } from 'node:module'
-import type { Redis } from 'ioredis'
+import type { Cluster, Redis } from 'ioredis'
 import type { RedisSettings } from './config.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
 import { GCRA_SCRIPT, GCRA_SCRIPT_SHA } from './redis-script.ts'
+import { parseRedisUrl } from './redis-url.ts'
 import type { Decision, RateLimitStore, StoreStatus } from './store.ts'
 
 // ioredis and its dependencies are about 25 MB of resident memory: loaded only when a Redis store
 // is actually configured, not by every process that imports the limiter.
 const requireModule = createRequire(import.meta.url)
-const loadRedis = (): typeof Redis => (requireModule('ioredis') as { Redis: typeof Redis }).Redis
+const loadIoredis = () => requireModule('ioredis') as { Redis: typeof Redis; Cluster: typeof Cluster }
+
+/** The ioredis client for the configured deployment: one server, Sentinel or Cluster (ioredis's own support for each). */
+function createClient(settings: RedisSettings): Redis | Cluster {
+  const { Redis, Cluster } = loadIoredis()
+  const target = parseRedisUrl(settings.url)
+  const options = redisClientOptions(settings.timeoutMs)
+  if (target.kind === 'single') return new Redis(settings.url, options)
+  const credentials = {
+    ...(target.username !== undefined ? { username: target.username } : {}),
+    ...(target.password !== undefined ? { password: target.password } : {}),
+  }
+  if (target.kind === 'sentinel') {
+    return new Redis({
+      ...options,
+      ...credentials,
+      sentinels: target.sentinels,
+      name: target.name,
+      db: target.db,
+      ...(settings.sentinelPassword !== undefined ? { sentinelPassword: settings.sentinelPassword } : {}),
+      ...(target.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+      // Not ioredis's failoverDetector: its announcement can arrive while the client is already
+      // reconnecting (the primary died first) and then ends the client for good. A dead primary
+      // closes the connection, a demoted one answers READONLY; either way the client asks the
+      // sentinels again, at most a second apart, and finds the promoted replica.
+      sentinelRetryStrategy: options.retryStrategy,
+      sentinelCommandTimeout: Math.max(500, settings.timeoutMs * 5),
+    })
+  }
+  // Per node, ioredis's own choices stay: a connection opens on its first command (so its offline
+  // queue stays on; the decision's deadline still bounds the wait), and a lost node is not
+  // redialled but replaced through the slot map. READONLY is the Cluster's to handle.
+  const { retryStrategy, reconnectOnError, enableOfflineQueue, ...nodeOptions } = options
+  void reconnectOnError
+  void enableOfflineQueue
+  return new Cluster(target.nodes, {
+    redisOptions: { ...nodeOptions, ...credentials, ...(target.tls ? { tls: {} } : {}) },
+    // While the cluster is not ready a decision fails at once (the failure policy applies).
+    enableOfflineQueue: false,
+    enableReadyCheck: true,
+    clusterRetryStrategy: retryStrategy,
+    scaleReads: 'master',
+    slotsRefreshTimeout: Math.max(1000, settings.timeoutMs * 10),
+    // A MOVED or ASK redirection (slot migration, failover) is followed, within the request's
+    // own deadline (the store's `take` races the timeout).
+    retryDelayOnFailover: 50,
+    retryDelayOnClusterDown: 50,
+    retryDelayOnTryAgain: 50,
+  })
+}
 
 export interface RedisStoreOptions {
   /** Called for connection-level errors (ioredis 'error' events); decisions reject separately. */
@@ -39,19 +89,47 @@ export function redisClientOptions(timeoutMs: number) {
   }
 }
 
+/**
+ * The GCRA script touches one key (KEYS[1]), so in a Cluster each decision is one Lua call on the
+ * node owning that key's slot; no hash tag is needed. A command is bounded by `commandTimeout`; the
+ * whole decision (a Cluster's redirections and retries included) by `timeoutMs` as well.
+ */
 export class RedisStore implements RateLimitStore {
-  readonly client: Redis
+  readonly client: Redis | Cluster
   readonly #keyPrefix: string
+  readonly #timeoutMs: number
+  #closing = false
 
   constructor(settings: RedisSettings, options: RedisStoreOptions = {}) {
     this.#keyPrefix = settings.keyPrefix
-    this.client = new (loadRedis())(settings.url, redisClientOptions(settings.timeoutMs))
+    this.#timeoutMs = settings.timeoutMs
+    this.client = createClient(settings)
+    // ioredis ends a client for good in a few races (a reconnect cut short by a failover); a
+    // limiter must never stay off until a restart, so an end it did not ask for starts over.
+    this.client.on('end', () => {
+      if (this.#closing) return
+      setTimeout(() => {
+        if (!this.#closing && this.client.status === 'end') this.client.connect().catch(() => undefined)
+      }, 1000).unref()
+    })
     // Without a listener ioredis prints every reconnect failure to stderr.
     this.client.on('error', (err: Error) => options.onConnectionError?.(err))
   }
 
   /** Resolves true once connected, false after `timeoutMs` (decisions then follow the failure policy). */
-  ready(timeoutMs: number): Promise<boolean> {
+  async ready(timeoutMs: number): Promise<boolean> {
+    const connected = await this.#connected(timeoutMs)
+    if (connected && 'nodes' in this.client) {
+      // A Cluster opens each node's connection on its first command, and each node's script cache
+      // starts empty: both done now, so the first decisions do not spend their timeout on them.
+      const primaries = this.client.nodes('master')
+      const warm = Promise.allSettled(primaries.map((node) => node.script('LOAD', GCRA_SCRIPT)))
+      await Promise.race([warm, new Promise((r) => setTimeout(r, timeoutMs).unref())])
+    }
+    return connected
+  }
+
+  #connected(timeoutMs: number): Promise<boolean> {
     if (this.client.status === 'ready') return Promise.resolve(true)
     return new Promise((resolve) => {
       const finish = (ok: boolean) => {
@@ -78,7 +156,23 @@ export class RedisStore implements RateLimitStore {
     }
   }
 
-  async take(key: string, policy: RateLimitPolicy): Promise<Decision> {
+  take(key: string, policy: RateLimitPolicy): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('rate-limit store: no decision in time')), this.#timeoutMs)
+      this.#take(key, policy).then(
+        (d) => {
+          clearTimeout(timer)
+          resolve(d)
+        },
+        (err: unknown) => {
+          clearTimeout(timer)
+          reject(err as Error)
+        },
+      )
+    })
+  }
+
+  async #take(key: string, policy: RateLimitPolicy): Promise<Decision> {
     const args = [this.#keyPrefix + key, emissionIntervalMs(policy) * 1000, policy.burst] as const
     let reply: unknown
     try {
@@ -92,6 +186,7 @@ export class RedisStore implements RateLimitStore {
   }
 
   async close(): Promise<void> {
+    this.#closing = true
     if (this.client.status === 'ready') {
       try {
         await this.client.quit()

@@ -1,5 +1,5 @@
 /**
- * Readiness is this instance's, not its dependencies' (docs/decisions.md, D23): Supabase Auth or
+ * Readiness is this instance's, not its dependencies' (docs/decisions.md, D24): Supabase Auth or
  * Redis down is reported in the body, the metrics and the logs, and turns readiness false only with
  * AUTHGATE_READINESS_FOLLOWS_DEPENDENCIES.
  */
