@@ -79,6 +79,25 @@ export interface BackendAnswer {
 }
 
 /**
+ * The headers of every error answer of the gateway, as Supabase Auth sends them on its own: its JSON
+ * type without parameters, and `Vary: Origin` (its CORS layer adds it to every answer).
+ */
+export const ERROR_CONTENT_TYPE = 'application/json'
+
+/** Adds `Origin` to `Vary` unless it is there (authgate's CORS layer may have added it). */
+export function varyOrigin(reply: FastifyReply): void {
+  const current = reply.getHeader('vary')
+  if (current === undefined) {
+    reply.header('vary', 'Origin')
+    return
+  }
+  const names = String(current)
+    .split(',')
+    .map((n) => n.trim().toLowerCase())
+  if (!names.includes('origin') && !names.includes('*')) reply.header('vary', `${String(current)}, Origin`)
+}
+
+/**
  * Sends one of the gateway's own errors. Mirrors the backend: JSON body, `x-sb-error-code`, and
  * the echoed `X-Supabase-Api-Version` (supabase-js only reads `code` as the error code when it is present).
  */
@@ -91,22 +110,25 @@ export function sendError(
 ): FastifyReply {
   const newShape = wantsNewErrorShape(request.headers['x-supabase-api-version'])
   reply.code(ERRORS[code].status)
-  reply.header('content-type', 'application/json; charset=utf-8')
+  reply.header('content-type', ERROR_CONTENT_TYPE)
+  varyOrigin(reply)
   reply.header('x-sb-error-code', code)
   if (newShape) reply.header('x-supabase-api-version', API_VERSION_2024)
   if (headers) for (const [k, v] of Object.entries(headers)) reply.header(k, v)
-  return reply.send(JSON.stringify(errorBody(code, newShape, message)))
+  // A Buffer: Fastify would add `; charset=utf-8` to the type of a string body.
+  return reply.send(Buffer.from(JSON.stringify(errorBody(code, newShape, message))))
 }
 
 /** Sends a backend-shaped answer, negotiated like every other error. */
 export function sendBackendAnswer(request: FastifyRequest, reply: FastifyReply, answer: BackendAnswer): FastifyReply {
   const newShape = wantsNewErrorShape(request.headers['x-supabase-api-version'])
   reply.code(answer.status)
-  reply.header('content-type', 'application/json; charset=utf-8')
+  reply.header('content-type', ERROR_CONTENT_TYPE)
+  varyOrigin(reply)
   if (!newShape || answer.codeHeaderInNewShape !== false) reply.header('x-sb-error-code', answer.code)
   if (newShape) reply.header('x-supabase-api-version', API_VERSION_2024)
   const extra = { status: answer.status, ...(answer.fields ? { fields: answer.fields } : {}) }
-  return reply.send(JSON.stringify(errorBody(answer.code, newShape, answer.message, extra)))
+  return reply.send(Buffer.from(JSON.stringify(errorBody(answer.code, newShape, answer.message, extra))))
 }
 
 /** JSON Schema of both error shapes, for the OpenAPI document. */

@@ -1,6 +1,7 @@
 import { Type, type TSchema } from 'typebox'
 import type { RouteGroup } from './groups.ts'
 import { pathSegment, str, uuid } from './types/common.ts'
+import { nullableOptionals } from './types/nullable.ts'
 import * as mfa from './types/mfa.ts'
 import * as oauth from './types/oauth.ts'
 import * as pk from './types/passkeys.ts'
@@ -118,7 +119,7 @@ const ok = (description: string, schema?: TSchema): Record<number, ResponseDoc> 
 const noContent = (description: string): Record<number, ResponseDoc> => ({ 204: { description } })
 const redirect = (description: string): ResponseDoc => ({ description, headers: location })
 
-export const AUTH_ROUTES: readonly AuthRoute[] = [
+const TABLE: readonly AuthRoute[] = [
   // Core: typed JSON endpoints
   {
     method: 'GET',
@@ -1059,6 +1060,14 @@ export const AUTH_ROUTES: readonly AuthRoute[] = [
     rateLimited: false,
   },
 ]
+
+/**
+ * The route table as mounted and documented: every optional property of a request body also takes
+ * `null`, which Supabase Auth reads as absent (src/auth/types/nullable.ts).
+ */
+export const AUTH_ROUTES: readonly AuthRoute[] = TABLE.map((route) =>
+  route.body ? { ...route, body: nullableOptionals(route.body) } : route,
+)
 
 /** `METHOD /template` names used by configuration (e.g. AUTHGATE_RATE_LIMITED_ROUTES). */
 export const routeName = (r: Pick<AuthRoute, 'method' | 'path'>) => `${r.method} ${r.path}`

@@ -1,7 +1,14 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { API_VERSION_2024, ERRORS, errorBody, wantsNewErrorShape, type ErrorCode } from '../errors.ts'
+import {
+  API_VERSION_2024,
+  ERROR_CONTENT_TYPE,
+  ERRORS,
+  errorBody,
+  wantsNewErrorShape,
+  type ErrorCode,
+} from '../errors.ts'
 import { throttle } from '../observability/log-throttle.ts'
 import { redactUrl } from '../observability/redact.ts'
 import { newRequestId, requestIdOf } from '../observability/request-id.ts'
@@ -27,7 +34,8 @@ export function rawErrorResponse(code: ErrorCode, requestId: string, newShape: b
   const body = JSON.stringify(errorBody(code, newShape, message))
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
-    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Type: ${ERROR_CONTENT_TYPE}\r\n` +
+    'Vary: Origin\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     `x-sb-error-code: ${code}\r\n` +
     (newShape ? `X-Supabase-Api-Version: ${API_VERSION_2024}\r\n` : '') +

@@ -1,5 +1,12 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
-import { API_VERSION_2024, errorBody, sendError, wantsNewErrorShape } from '../errors.ts'
+import {
+  API_VERSION_2024,
+  ERROR_CONTENT_TYPE,
+  errorBody,
+  sendError,
+  varyOrigin,
+  wantsNewErrorShape,
+} from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import { clientKey } from './client-key.ts'
 import type { RateLimitConfig } from './config.ts'
@@ -50,7 +57,6 @@ const UNAVAILABLE_MESSAGE = 'Rate limiting is temporarily unavailable; try again
 // more than the decision and one write. Same bytes and headers as sendError would produce.
 const DENIED_LEGACY = Buffer.from(JSON.stringify(errorBody('over_request_rate_limit', false)))
 const DENIED_CURRENT = Buffer.from(JSON.stringify(errorBody('over_request_rate_limit', true)))
-const JSON_TYPE = 'application/json; charset=utf-8'
 
 /**
  * Bucket name for a route template. Keys are (template, client), not (method, template): routes
@@ -97,7 +103,7 @@ export function createRateLimiter(
       const retryAfter = String(retryAfterSeconds(decision))
       const headers: Record<string, string> = current
         ? {
-            'content-type': JSON_TYPE,
+            'content-type': ERROR_CONTENT_TYPE,
             'x-sb-error-code': 'over_request_rate_limit',
             'x-supabase-api-version': API_VERSION_2024,
             'RateLimit-Policy': policyValue,
@@ -105,12 +111,13 @@ export function createRateLimiter(
             'Retry-After': retryAfter,
           }
         : {
-            'content-type': JSON_TYPE,
+            'content-type': ERROR_CONTENT_TYPE,
             'x-sb-error-code': 'over_request_rate_limit',
             'RateLimit-Policy': policyValue,
             RateLimit: rateLimitHeader(policy, decision),
             'Retry-After': retryAfter,
           }
+      varyOrigin(reply)
       return reply
         .code(429)
         .headers(headers)
