@@ -16,6 +16,7 @@ import { Readiness, livenessHandler, readinessHandler } from './observability/he
 import { createMetrics, metricsHandler, startMetricsServer } from './observability/metrics.ts'
 import { requestIdGenerator } from './observability/request-id.ts'
 import { registerRequestLog } from './observability/request-log.ts'
+import { openApiAjvOptions } from './openapi/annotation-keywords.ts'
 import { createRegistry, registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './openapi/index.ts'
 import { authgate, resolveConfig, type AuthgatePluginOptions } from './plugin.ts'
 import type { ProtectOptions } from './protect/index.ts'
@@ -65,6 +66,8 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
         }
   return {
     ...options.fastify,
+    // The application's routes may carry OpenAPI's annotation keywords (`example`, ...).
+    ajv: openApiAjvOptions(options.fastify?.ajv).ajv,
     ...timeoutOptions(config),
     logger,
     // One line per request, written by src/observability/request-log.ts.
@@ -98,7 +101,10 @@ function claimPath(app: FastifyInstance, variable: string, path: string): void {
  */
 export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyInstance> {
   const config = resolveConfig(options.config)
-  const app = Fastify(serverOptions(config, options))
+  const keywords = openApiAjvOptions(options.fastify?.ajv)
+  const app = Fastify({ ...serverOptions(config, options), ajv: keywords.ajv })
+  // Before any route: each `x-*` keyword of an application's route is declared to Ajv.
+  keywords.collect(app)
   // First, so that it hears every route: the auth routes, the docs' own, and the application's,
   // including those registered after the docs.
   const registry = options.openapi?.registry ?? createRegistry(app)
