@@ -104,6 +104,8 @@ export const OTPRequest = Type.Object(
     title: 'OTPRequest',
     description: 'Send a one-time code or magic link to an e-mail address or a phone (one of them)',
     dependentSchemas: PKCE_PAIR,
+    // One of them is needed (Supabase Auth: "One of email or phone must be set").
+    anyOf: [{ required: ['email'] }, { required: ['phone'] }],
     ...EMAIL_OR_PHONE,
   },
 )
@@ -167,6 +169,8 @@ export const ResendRequest = Type.Object(
     // Supabase Auth checks the type before the address.
     allOf: [
       { properties: { type: { description: 'What to resend', enum: RESEND_TYPES, examples: ['signup'] } } },
+      // An SMS goes to a phone (Supabase Auth: "Type provided requires a phone number").
+      { if: { required: ['type'], properties: { type: { const: 'sms' } } }, then: { required: ['phone'] } },
       EMAIL_OR_PHONE,
     ],
   },
