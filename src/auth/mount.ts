@@ -3,6 +3,7 @@ import { sendError } from '../errors.ts'
 import type { Forwarder } from '../proxy/forwarder.ts'
 import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
 import { bodyHook } from './body.ts'
+import { decodedBasicCredentials } from './client-credentials.ts'
 import { queryHook } from './query.ts'
 import { routeSchema } from './route-docs.ts'
 import type { AuthRoute } from './routes.ts'
@@ -41,13 +42,17 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
   const template = route.backend?.path ?? route.path
   const sendsBody = BODY_METHODS.has(method)
   if (templateParams(route.path).length === 0) {
-    return (request: FastifyRequest, reply: FastifyReply) =>
-      forwarder.forward(request, reply, {
+    return (request: FastifyRequest, reply: FastifyReply) => {
+      // OAuth client credentials in HTTP Basic, decoded as RFC 6749 §2.3.1 says (docs/decisions.md, D25).
+      const basic = route.form ? decodedBasicCredentials(request.headers.authorization) : undefined
+      return forwarder.forward(request, reply, {
         method,
         path: template,
         body: sendsBody ? request.rawBody : undefined,
         cacheable: route.cacheable === true,
+        ...(basic ? { headers: { authorization: basic } } : {}),
       })
+    }
   }
   // Parameters become part of the backend path: they are checked on the raw request target and
   // re-encoded, and the backend path is built from the template, never from the URL.

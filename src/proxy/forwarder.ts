@@ -38,6 +38,8 @@ export interface ForwardTarget {
   body: Buffer | undefined
   /** The answer is the same for every client and may be served from the response cache. */
   cacheable?: boolean
+  /** Request headers sent in place of the client's (lower-case name → value). */
+  headers?: Record<string, string>
 }
 
 /** Bodies up to this size are written in one piece with the response head. */
@@ -149,8 +151,12 @@ export class Forwarder {
       clientIp: clientIp(request),
       host: request.headers.host,
       proto: request.protocol,
-      replaced: this.#replacedHeaders,
-      set: idHeader === undefined ? this.#extraHeaders : [idHeader, request.id, ...this.#extraHeaders],
+      replaced: target.headers ? [...this.#replacedHeaders, ...Object.keys(target.headers)] : this.#replacedHeaders,
+      set: [
+        ...(idHeader === undefined ? [] : [idHeader, request.id]),
+        ...this.#extraHeaders,
+        ...(target.headers ? Object.entries(target.headers).flat() : []),
+      ],
     })
     const ownCors = this.#ownCors
     const startedAt = performance.now()
