@@ -10,6 +10,8 @@ const needsBackend = { skip: unavailable }
 interface Answer {
   status: number
   errorCodeHeader: string | null
+  contentType: string | null
+  vary: string | null
   body: Record<string, unknown>
 }
 
@@ -50,6 +52,8 @@ describe("authgate's validation answers are Supabase Auth's", () => {
     return {
       status: res.status,
       errorCodeHeader: res.headers.get('x-sb-error-code'),
+      contentType: res.headers.get('content-type'),
+      vary: res.headers.get('vary'),
       body: (await res.json()) as Record<string, unknown>,
     }
   }
@@ -79,6 +83,9 @@ describe("authgate's validation answers are Supabase Auth's", () => {
         assert.deepEqual(withoutErrorId(through.body), withoutErrorId(straight.body))
         assert.equal(through.status, straight.status)
         assert.equal(through.errorCodeHeader, straight.errorCodeHeader)
+        // The headers of an error answer are Supabase Auth's too: its JSON type, `Vary: Origin`.
+        assert.equal(through.contentType, straight.contentType)
+        assert.equal(through.vary, straight.vary)
       })
     }
   }

@@ -19,6 +19,7 @@ import { createMetrics, metricsHandler, startMetricsServer } from './observabili
 import { requestIdGenerator } from './observability/request-id.ts'
 import { registerRequestLog } from './observability/request-log.ts'
 import { registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './docs-server/index.ts'
+import { openApiAjvOptions } from './openapi/annotation-keywords.ts'
 import { createRegistry } from './openapi/index.ts'
 import { authgate, type AuthgatePluginOptions } from './plugin.ts'
 import type { ProtectOptions } from './protect/index.ts'
@@ -78,6 +79,8 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
         }
   return {
     ...options.fastify,
+    // The application's routes may carry OpenAPI's annotation keywords (`example`, ...).
+    ajv: openApiAjvOptions(options.fastify?.ajv).ajv,
     ...timeoutOptions(config),
     logger,
     // One line per request, written by src/observability/request-log.ts.
@@ -111,8 +114,11 @@ function claimPath(app: FastifyInstance, variable: string, path: string): void {
  */
 export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyInstance> {
   const config = resolveConfig(options.config)
-  const server = serverOptions(config, options)
+  const keywords = openApiAjvOptions(options.fastify?.ajv)
+  const server = { ...serverOptions(config, options), ajv: keywords.ajv }
   const app = Fastify(server)
+  // Before any route: each `x-*` keyword of an application's route is declared to Ajv.
+  keywords.collect(app)
   // First, so that it hears every route: the auth routes, the docs' own, and the application's,
   // including those registered after the docs.
   const registry = options.openapi?.registry ?? createRegistry(app)

@@ -107,8 +107,8 @@ export function errorBody(
     : { code: extra?.status ?? ERRORS[code].status, error_code: code, msg, ...fields }
 }
 
-/** The media type of the gateway's own answers. */
-export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+/** The media type of the gateway's own answers: Supabase Auth's, without parameters. */
+export const JSON_CONTENT_TYPE = 'application/json'
 
 export interface ErrorResponse {
   status: number
@@ -118,21 +118,36 @@ export interface ErrorResponse {
 }
 
 /**
+/**
  * The whole answer for one error, in the shape the request negotiated: status, JSON body,
  * `x-sb-error-code` and the echoed `X-Supabase-Api-Version` as Supabase Auth sends them (supabase-js
- * only reads `code` as the error code when the version header is present). Replies, the rate
+ * only reads `code` as the error code when the version header is present), its JSON type without
+ * parameters and `Vary: Origin` (its CORS layer adds that to every answer). Replies, the rate
  * limiter's prebuilt 429 and the raw-socket writer all render through here.
  */
 export function errorResponse(error: ErrorCode | ErrorSpec, newShape: boolean): ErrorResponse {
   const spec: ErrorSpec = typeof error === 'string' ? { code: error } : error
   const status = spec.status ?? ERRORS[spec.code].status
-  const headers: Record<string, string> = { 'content-type': JSON_CONTENT_TYPE }
+  const headers: Record<string, string> = { 'content-type': JSON_CONTENT_TYPE, vary: 'Origin' }
   if (!newShape || spec.codeHeaderInNewShape !== false) headers['x-sb-error-code'] = spec.code
   if (newShape) headers['x-supabase-api-version'] = API_VERSION_2024
   if (spec.headers) for (const [k, v] of Object.entries(spec.headers)) headers[k.toLowerCase()] = v
   const extra = { status, ...(spec.fields ? { fields: spec.fields } : {}) }
   const body = JSON.stringify(errorBody(spec.code, newShape, spec.message, extra))
   return { status, headers, body }
+}
+
+/** Adds `Origin` to `Vary` unless it is there (authgate's CORS layer may have added it). */
+export function varyOrigin(reply: FastifyReply): void {
+  const current = reply.getHeader('vary')
+  if (current === undefined) {
+    reply.header('vary', 'Origin')
+    return
+  }
+  const names = String(current)
+    .split(',')
+    .map((n) => n.trim().toLowerCase())
+  if (!names.includes('origin') && !names.includes('*')) reply.header('vary', `${String(current)}, Origin`)
 }
 
 /**
@@ -151,7 +166,11 @@ export function sendError(
       ? { code: error, ...(message !== undefined ? { message } : {}), ...(headers ? { headers } : {}) }
       : error
   const answer = errorResponse(spec, wantsNewErrorShape(request.headers['x-supabase-api-version']))
-  return reply.code(answer.status).headers(answer.headers).send(answer.body)
+  const { vary: _vary, ...rest } = answer.headers
+  reply.code(answer.status).headers(rest)
+  varyOrigin(reply)
+  // A Buffer: Fastify would add `; charset=utf-8` to the type of a string body.
+  return reply.send(Buffer.from(answer.body))
 }
 
 /** JSON Schema of both error shapes, for the OpenAPI document. */

@@ -108,6 +108,24 @@ export const BACKEND_ANSWERS: readonly AnswerRule[] = [
   bothAddresses('POST /signup', 'Only an email address or phone number should be provided on signup.'),
   ...pkceRules('POST /signup'),
   bothAddresses('POST /otp', 'Only an email address or phone number should be provided'),
+  // Neither address: Ajv reports the first branch of the `anyOf` first, then the `anyOf` itself.
+  ...(
+    [
+      ['required', 'email'],
+      ['anyOf', ''],
+    ] as const
+  ).map(([keyword, property]): AnswerRule => ({
+    route: 'POST /otp',
+    keyword,
+    property,
+    ...fixed({ code: 'validation_failed', status: 400, message: 'One of email or phone must be set' }),
+  })),
+  {
+    route: 'POST /resend',
+    keyword: 'required',
+    property: 'phone',
+    ...fixed({ code: 'validation_failed', status: 400, message: 'Type provided requires a phone number' }),
+  },
   ...pkceRules('POST /otp'),
   ...pkceRules('POST /recover'),
   bothAddresses('POST /resend', 'Only an email address or phone number should be provided.'),

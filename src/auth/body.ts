@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
 import type { AuthRoute } from './routes/index.ts'
+import { withoutNulls } from './types/nullable.ts'
 
 /**
  * The body of a mounted route, in one place: read once as bytes (the limit enforced while reading),
@@ -130,7 +131,8 @@ export function bodyHook(route: AuthRoute) {
     if (kind === 'json' || (kind === 'form' && route.form)) {
       const parsed = kind === 'json' ? parseJson(raw) : parseForm(raw)
       if (!parsed.ok) return sendError(request, reply, 'bad_json', parsed.message)
-      request.body = parsed.value
+      // Supabase Auth reads a `null` property as an absent one: so does the validator.
+      request.body = kind === 'json' ? withoutNulls(parsed.value) : parsed.value
       return
     }
     return sendError(request, reply, 'unsupported_media_type', route.form ? JSON_OR_FORM : JSON_ONLY)

@@ -3,6 +3,7 @@ import { sendError } from '../errors.ts'
 import type { Forwarder } from '../proxy/forwarder.ts'
 import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
 import { bodyHook } from './body.ts'
+import { decodedBasicCredentials } from './client-credentials.ts'
 import { queryHook } from './query.ts'
 import { routeSchema } from './route-docs.ts'
 import { routeKey } from './routes/id.ts'
@@ -27,6 +28,8 @@ declare module 'fastify' {
 
 // Methods whose request body is read and forwarded (Supabase Auth reads JSON bodies on DELETE too).
 const FORWARDED_BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+/** The methods a wrong-method request on a root alias may use (`OPTIONS` stays Fastify's). */
+const ALIAS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 
 // Responses are the backend's bytes: schemas here document, they never serialise.
 const noSerializer = () => (data: unknown) => JSON.stringify(data)
@@ -41,18 +44,27 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
   const template = route.backend?.path ?? route.path
   const sendsBody = FORWARDED_BODY_METHODS.has(method)
   if (templateParams(route.path).length === 0) {
-    return (request: FastifyRequest, reply: FastifyReply) =>
-      forwarder.forward(request, reply, {
+    return (request: FastifyRequest, reply: FastifyReply) => {
+      // OAuth client credentials in HTTP Basic, decoded as RFC 6749 §2.3.1 says (docs/decisions.md, D27).
+      const basic = route.form ? decodedBasicCredentials(request.headers.authorization) : undefined
+      return forwarder.forward(request, reply, {
         method,
         path: template,
         body: sendsBody ? request.rawBody : undefined,
         cacheable: route.cacheable === true,
+        ...(basic ? { headers: { authorization: basic } } : {}),
       })
+    }
   }
   // Parameters become part of the backend path: they are checked on the raw request target and
   // re-encoded, and the backend path is built from the template, never from the URL.
   const match = templateMatcher(route.path)
+  const statics = staticPaths(options.routes, route)
   return (request: FastifyRequest, reply: FastifyReply) => {
+    // A concrete path wins over a template (as OpenAPI matches paths): `DELETE
+    // /user/identities/authorize` is a wrong method on the static path, not an identity id.
+    const allow = statics.size > 0 ? staticAllow(statics, prefix, request.raw.url ?? '') : undefined
+    if (allow) return methodNotAllowed(request, reply, allow)
     const resolved = resolveTemplate(request.raw.url ?? '', prefix, route.path, match)
     if (!resolved?.ok)
       return sendError(request, reply, 'validation_failed', resolved?.message ?? `Invalid path for ${route.path}`)
@@ -64,9 +76,47 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
   }
 }
 
+/** Static (parameter-free) paths of `routes` that the template of `route` would also match, with their methods. */
+function staticPaths(routes: readonly AuthRoute[], route: AuthRoute): Map<string, string[]> {
+  const match = templateMatcher(route.path)
+  const out = new Map<string, string[]>()
+  for (const r of routes) {
+    if (r.path.includes('{') || match(r.path) === undefined) continue
+    const methods = out.get(r.path) ?? []
+    if (!methods.includes(r.method)) out.set(r.path, [...methods, r.method])
+  }
+  return out
+}
+
+/** The methods of the static path a request target names, if it names one. */
+function staticAllow(statics: Map<string, string[]>, prefix: string, target: string): string[] | undefined {
+  const q = target.indexOf('?')
+  const path = (q === -1 ? target : target.slice(0, q)).slice(prefix.length)
+  return statics.get(path)
+}
+
+/** 405 with `Allow`, in the gateway's error shape (docs/decisions.md, D20). */
+function methodNotAllowed(request: FastifyRequest, reply: FastifyReply, allow: readonly string[]) {
+  const target = request.raw.url ?? ''
+  return sendError(
+    request,
+    reply,
+    'method_not_allowed',
+    `${request.method} is not allowed on ${target.split('?')[0]}; allowed: ${allow.join(', ')}`,
+    { allow: allow.join(', ') },
+  )
+}
+
 /** The methods mounted at the path of a request target, in table order (none: an unknown path). */
 export function allowedMethods(routes: readonly AuthRoute[], prefix: string, target: string): string[] {
   const out: string[] = []
+  // A static path is only its own routes' (a template that would also match it does not count).
+  const q = target.indexOf('?')
+  const path = q === -1 ? target : target.slice(0, q)
+  for (const route of routes) {
+    if (!route.path.includes('{') && prefix + route.path === path && !out.includes(route.method)) out.push(route.method)
+  }
+  if (out.length > 0) return out
   for (const route of routes) {
     if (out.includes(route.method)) continue
     if (resolveTemplate(target, prefix, route.path)?.ok === true) out.push(route.method)
@@ -82,14 +132,7 @@ export function unrouted(routes: readonly AuthRoute[], prefix: string) {
   return (request: FastifyRequest, reply: FastifyReply) => {
     const target = request.raw.url ?? ''
     const allow = allowedMethods(routes, prefix, target)
-    if (allow.length > 0)
-      return sendError(
-        request,
-        reply,
-        'method_not_allowed',
-        `${request.method} is not allowed on ${target.split('?')[0]}; allowed: ${allow.join(', ')}`,
-        { allow: allow.join(', ') },
-      )
+    if (allow.length > 0) return methodNotAllowed(request, reply, allow)
     return sendError(request, reply, 'not_found', `No route for ${request.method} ${target.split('?')[0]}`)
   }
 }
@@ -104,6 +147,10 @@ function guardHandler(routes: AuthRoute[], prefix: string, all: readonly AuthRou
   const otherwise = unrouted(all, prefix)
   return (request: FastifyRequest, reply: FastifyReply) => {
     const target = request.raw.url ?? ''
+    // A path mounted for other methods (`PATCH /passkeys/registration/options`, `DELETE
+    // /factors/{id}/verify`): 405, not a malformed parameter of this method's route.
+    const allow = allowedMethods(all, prefix, target)
+    if (allow.length > 0 && !allow.includes(request.method)) return methodNotAllowed(request, reply, allow)
     for (const [route, match] of matchers) {
       const resolved = resolveTemplate(target, prefix, route.path, match)
       if (resolved === undefined) continue
@@ -170,6 +217,16 @@ export function mountRootAliases(app: FastifyInstance, options: MountOptions): v
     if (!route.rootAlias) continue
     const suffix = route.path.slice('/.well-known/'.length)
     const schema = routeSchema(route, false)
+    // The other methods get the 405 the same path under the prefix gives.
+    const others = ALIAS_METHODS.filter((m) => m !== route.method)
+    app.route({
+      method: others,
+      url: `/.well-known/${suffix}${options.prefix}`,
+      exposeHeadRoute: false,
+      serializerCompiler: noSerializer,
+      schema: { hide: true },
+      handler: (request, reply) => methodNotAllowed(request, reply, [route.method]),
+    })
     app.route({
       method: route.method,
       url: `/.well-known/${suffix}${options.prefix}`,

@@ -3,6 +3,9 @@ import type { SupabaseAuthClient } from '../core/backend.ts'
 import type { RateLimiter } from '../ratelimit/index.ts'
 import type { RateLimitStore } from '../ratelimit/store.ts'
 
+/** The User-Agent of readiness's own probe of Supabase Auth's `/health`. */
+export const READINESS_USER_AGENT = 'authgate-readiness'
+
 /** The shared services authgate depends on, as named in the readiness body, metrics and logs. */
 export type Dependency = 'supabase_auth' | 'redis'
 
@@ -64,7 +67,6 @@ export class Readiness {
 
   constructor(options: ReadinessOptions) {
     this.#options = options
-    const timeout = options.timeoutMs ?? 2000
     this.#timeoutMs = options.timeoutMs ?? 2000
     this.#health = options.backend.resolve('/health')
     const store = options.rateLimiter?.store
@@ -171,7 +173,11 @@ export class Readiness {
 
   async #probe(): Promise<boolean> {
     try {
-      const res = await this.#options.backend.fetch(this.#health, { signal: AbortSignal.timeout(this.#timeoutMs) })
+      const res = await this.#options.backend.fetch(this.#health, {
+        // Names the probe in the backend's logs (and lets test backends tell it from forwarded traffic).
+        headers: { 'user-agent': READINESS_USER_AGENT },
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      })
       await res.body?.cancel()
       return res.status < 500
     } catch {

@@ -6,10 +6,12 @@ import { redactUrl } from './redact.ts'
 
 /** The reason of one of authgate's own errors, from the body `sendError` wrote; never a body excerpt. */
 function errorReason(code: string, payload: unknown): string | undefined {
-  if (typeof payload !== 'string' || payload.length > 4096) return undefined
+  // sendError writes a Buffer (see src/errors.ts); other error answers may be strings.
+  const text = Buffer.isBuffer(payload) ? payload : typeof payload === 'string' ? payload : undefined
+  if (text === undefined || text.length > 4096) return undefined
   let message: unknown
   try {
-    const body = JSON.parse(payload) as { msg?: unknown; message?: unknown }
+    const body = JSON.parse(text.toString()) as { msg?: unknown; message?: unknown }
     message = body.msg ?? body.message
   } catch {
     return undefined

@@ -31,6 +31,8 @@ export interface ForwardTarget {
   body: Buffer | undefined
   /** The answer is the same for every client and may be served from the response cache. */
   cacheable?: boolean
+  /** Request headers sent in place of the client's (lower-case name → value). */
+  headers?: Record<string, string>
 }
 
 // Errors that mean no usable connection to the backend (502); a connect timeout is unreachability too.
@@ -122,7 +124,7 @@ export class Forwarder {
         {
           method: target.method,
           path: this.#backendPath(request, target),
-          headers: this.#outboundHeaders(request),
+          headers: this.#outboundHeaders(request, target),
           body: target.body ?? null,
           headersTimeout: this.#timeoutMs,
           bodyTimeout: this.#timeoutMs,
@@ -155,14 +157,21 @@ export class Forwarder {
    * The request's headers after hygiene, with authgate's request id (never the client's own,
    * unless it came through a trusted proxy) and the configured apikey in place of the client's.
    */
-  #outboundHeaders(request: FastifyRequest): string[] {
+  #outboundHeaders(request: FastifyRequest, target: ForwardTarget): string[] {
     const idHeader = this.#requestIdHeader
+    const own = this.#backend.fixedHeaders
     return outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
       clientIp: clientIp(request),
       host: request.headers.host,
       proto: request.protocol,
-      replaced: this.#backend.replacedHeaders,
-      set: idHeader === undefined ? this.#backend.fixedHeaders : [idHeader, request.id, ...this.#backend.fixedHeaders],
+      replaced: target.headers
+        ? [...this.#backend.replacedHeaders, ...Object.keys(target.headers)]
+        : this.#backend.replacedHeaders,
+      set: [
+        ...(idHeader === undefined ? [] : [idHeader, request.id]),
+        ...own,
+        ...(target.headers ? Object.entries(target.headers).flat() : []),
+      ],
     })
   }
 

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import { routeKey } from '../auth/routes/id.ts'
-import { errorResponse, sendError, wantsNewErrorShape } from '../errors.ts'
+import { errorResponse, sendError, varyOrigin, wantsNewErrorShape } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import { clientKey } from './client-key.ts'
 import type { RateLimitConfig } from './config.ts'
@@ -48,9 +48,12 @@ type Logger = Pick<FastifyBaseLogger, 'warn' | 'info'>
 const UNAVAILABLE_MESSAGE = 'Rate limiting is temporarily unavailable; try again shortly'
 
 // The 429 a client over its limit gets, rendered once by the one error writer: the flood an
-// attacker sends should cost no more than the decision and one write.
+// attacker sends should cost no more than the decision and one write. `Vary` is merged per reply
+// (the CORS layer may have set it).
 const DENIED_LEGACY = errorResponse('over_request_rate_limit', false)
 const DENIED_CURRENT = errorResponse('over_request_rate_limit', true)
+const { vary: _legacyVary, ...DENIED_LEGACY_HEADERS } = DENIED_LEGACY.headers
+const { vary: _currentVary, ...DENIED_CURRENT_HEADERS } = DENIED_CURRENT.headers
 const DENIED_LEGACY_BODY = Buffer.from(DENIED_LEGACY.body)
 const DENIED_CURRENT_BODY = Buffer.from(DENIED_CURRENT.body)
 
@@ -95,9 +98,10 @@ export function createRateLimiter(
     const deny = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => {
       counters.denied++
       const current = wantsNewErrorShape(request.headers['x-supabase-api-version'])
+      varyOrigin(reply)
       return reply
         .code(429)
-        .headers((current ? DENIED_CURRENT : DENIED_LEGACY).headers)
+        .headers(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS)
         .header('RateLimit-Policy', policyValue)
         .header('RateLimit', rateLimitHeader(policy, decision))
         .header('Retry-After', String(retryAfterSeconds(decision)))

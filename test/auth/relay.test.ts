@@ -22,8 +22,9 @@ async function scriptedBackend(response: () => Buffer) {
       const head = buf.subarray(0, end).toString('latin1')
       const len = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0)
       if (buf.length < end + 4 + len) return
-      // Readiness probes the backend's /health on its own schedule: not a request of the test's.
-      if (!head.startsWith('GET /health ')) received.push(buf.subarray(0, end + 4 + len).toString('latin1'))
+      // Readiness probes the backend on its own schedule: not a request of the test's.
+      if (!/\r\nuser-agent: authgate-readiness\r\n/i.test(head + '\r\n'))
+        received.push(buf.subarray(0, end + 4 + len).toString('latin1'))
       buf = buf.subarray(end + 4 + len)
       socket.write(response())
     })

@@ -214,6 +214,38 @@ export const ANSWER_CASES: AnswerCase[] = [
     code: 'validation_failed',
     message: 'Only an email address or phone number should be provided on verify',
   },
+  {
+    method: 'POST',
+    url: '/otp',
+    body: '{}',
+    status: 400,
+    code: 'validation_failed',
+    message: 'One of email or phone must be set',
+  },
+  {
+    method: 'POST',
+    url: '/otp',
+    body: '{"email":null,"create_user":true}',
+    status: 400,
+    code: 'validation_failed',
+    message: 'One of email or phone must be set',
+  },
+  {
+    method: 'POST',
+    url: '/resend',
+    body: '{"type":"sms"}',
+    status: 400,
+    code: 'validation_failed',
+    message: 'Type provided requires a phone number',
+  },
+  {
+    method: 'POST',
+    url: '/resend',
+    body: '{"type":"sms","email":"a@example.com"}',
+    status: 400,
+    code: 'validation_failed',
+    message: 'Type provided requires a phone number',
+  },
 ]
 
 /** Bearer routes: the e2e suite sends these with a user token. */

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { READINESS_USER_AGENT } from '../../src/observability/health.ts'
 
 /** What the fake backend received, byte for byte where bytes matter. */
 export interface Recorded {
@@ -45,13 +46,15 @@ export async function startFakeBackend(handler: Handler = defaultHandler): Promi
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const body = Buffer.concat(chunks)
-      requests.push({
-        method: req.method ?? '',
-        target: req.url ?? '',
-        rawHeaders: req.rawHeaders,
-        headers: req.headers,
-        body,
-      })
+      // Readiness probes the backend on its own schedule: answered, but not a request of the test's.
+      if (req.headers['user-agent'] !== READINESS_USER_AGENT)
+        requests.push({
+          method: req.method ?? '',
+          target: req.url ?? '',
+          rawHeaders: req.rawHeaders,
+          headers: req.headers,
+          body,
+        })
       state.handler(req, res, body)
     })
   })

@@ -7,6 +7,7 @@ import { mfaRoutes } from './mfa.ts'
 import { oauthServerRoutes, oauthUserRoutes } from './oauth.ts'
 import { passkeyRoutes } from './passkeys.ts'
 import { ssoRoutes } from './sso.ts'
+import { nullableOptionals } from '../types/nullable.ts'
 
 export type { AuthRoute, AuthTag, GroupDefaults, HttpMethod, RequestExample, ResponseDoc } from './entry.ts'
 
@@ -27,10 +28,13 @@ const TABLE = [
 ]
 
 /**
- * The route table. Mounting (src/auth/mount.ts), rate limiting and the OpenAPI document all read
- * it and nothing else lists routes.
+ * The route table as mounted and documented. Mounting (src/auth/mount.ts), rate limiting and the
+ * OpenAPI document all read it and nothing else lists routes. Every optional property of a request
+ * body also takes `null`, which Supabase Auth reads as absent (src/auth/types/nullable.ts).
  */
-export const AUTH_ROUTES: readonly AuthRoute[] = TABLE
+export const AUTH_ROUTES: readonly AuthRoute[] = TABLE.map((route: AuthRoute) =>
+  route.body ? { ...route, body: nullableOptionals(route.body) } : route,
+)
 
 /** The name of a mounted route, `METHOD /template`: a typo in a table keyed by route fails the type check. */
 export type RouteId = RouteIdOf<(typeof TABLE)[number]>

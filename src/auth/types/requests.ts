@@ -25,16 +25,17 @@ const RESEND_TYPES = ['signup', 'email_change', 'sms', 'phone_change']
 const EMAIL_OR_PHONE = { not: { required: ['email', 'phone'] } } as const
 
 const PasswordLength = Type.Object(
-  { password: Type.Optional(Type.String({ minLength: 6, maxLength: 72 })) },
-  { description: 'The length rules of a password that comes with an e-mail or a phone' },
+  { password: Type.Optional(Type.String({ maxLength: 72 })) },
+  { description: 'The upper length rule of a password that comes with an e-mail or a phone' },
 )
 
 export const SignupRequest = Type.Object(
   {
     password: opt(
       str(
-        'Password: required with `email` or `phone`, then 6 to 72 characters (Supabase Auth may require more); ignored by an anonymous sign-in',
+        'Password: at least 6 characters (Supabase Auth may require more); required with `email` or `phone`, then at most 72 characters. An anonymous sign-in needs none.',
         'correct-horse-battery',
+        { minLength: 6 },
       ),
     ),
     email: opt(email('E-mail address; exclusive with `phone`')),
@@ -59,9 +60,9 @@ export const SignupRequest = Type.Object(
 
 export const TokenRequest = Type.Object(
   {
-    // Supabase Auth looks the address up without checking its format (and ignores it for other
-    // grants), so neither does the gateway.
-    email: opt(str('E-mail (grant `password`)', 'user@example.com')),
+    // The specification's rule: an e-mail, when given, is an e-mail (Supabase Auth only looks it
+    // up; docs/decisions.md, D26).
+    email: opt(str('E-mail (grant `password`)', 'user@example.com', { format: 'email' })),
     phone: opt(phone()),
     password: opt(str('Password (grant `password`)', 'correct-horse-battery')),
     refresh_token: opt(str('Refresh token (grant `refresh_token`)', 'x3k9v2m7q1pz')),
@@ -103,6 +104,8 @@ export const OTPRequest = Type.Object(
     title: 'OTPRequest',
     description: 'Send a one-time code or magic link to an e-mail address or a phone (one of them)',
     dependentSchemas: PKCE_PAIR,
+    // One of them is needed (Supabase Auth: "One of email or phone must be set").
+    anyOf: [{ required: ['email'] }, { required: ['phone'] }],
     ...EMAIL_OR_PHONE,
   },
 )
@@ -166,6 +169,8 @@ export const ResendRequest = Type.Object(
     // Supabase Auth checks the type before the address.
     allOf: [
       { properties: { type: { description: 'What to resend', enum: RESEND_TYPES, examples: ['signup'] } } },
+      // An SMS goes to a phone (Supabase Auth: "Type provided requires a phone number").
+      { if: { required: ['type'], properties: { type: { const: 'sms' } } }, then: { required: ['phone'] } },
       EMAIL_OR_PHONE,
     ],
   },

@@ -1,0 +1,61 @@
+import type { TSchema } from 'typebox'
+
+/**
+ * JSON `null` as Supabase Auth reads it. Its Go decoder turns a `null` into the field's zero value
+ * (or a nil pointer, map or slice): for the backend, an optional field sent as `null` is a field not
+ * sent. Every optional property of a request body therefore accepts `null`, at any depth, and the
+ * document says so; the validator judges the body with its `null` properties removed
+ * (`withoutNulls`), so the rules about which fields go together treat them as absent, as the backend
+ * does. Required properties stay as they are: the backend reads their `null` as empty and refuses it.
+ */
+
+type Schema = Record<string | symbol, unknown>
+
+const isObject = (value: unknown): value is Schema =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
+
+const isNull = (s: unknown) => isObject(s) && s.type === 'null'
+
+/** One property schema that also admits `null` (`type: [..., 'null']`, or `null` added to `anyOf`). */
+export function orNull(schema: Schema): Schema {
+  const inner = nullableOptionals(schema)
+  if (Array.isArray(inner.anyOf)) {
+    return inner.anyOf.some(isNull) ? inner : { ...inner, anyOf: [...inner.anyOf, { type: 'null' }] }
+  }
+  const type = inner.type
+  if (typeof type === 'string') {
+    if (type === 'null') return inner
+    const out: Schema = { ...inner, type: [type, 'null'] }
+    if (Array.isArray(inner.enum) && !inner.enum.includes(null)) out.enum = [...inner.enum, null]
+    return out
+  }
+  if (Array.isArray(type)) return type.includes('null') ? inner : { ...inner, type: [...type, 'null'] }
+  // No type at all (`Type.Unknown()`): already admits null.
+  return inner
+}
+
+/** The schema with every optional property of every object in it made nullable. */
+export function nullableOptionals<T extends TSchema>(schema: T): T
+export function nullableOptionals(schema: Schema): Schema
+export function nullableOptionals(schema: Schema): Schema {
+  if (!isObject(schema.properties)) return schema
+  const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : [])
+  const properties: Schema = {}
+  for (const [name, property] of Object.entries(schema.properties)) {
+    if (!isObject(property)) properties[name] = property
+    else properties[name] = required.has(name) ? nullableOptionals(property) : orNull(property)
+  }
+  return { ...schema, properties }
+}
+
+/**
+ * A parsed JSON body with every `null`-valued object property removed, at any depth (array items
+ * stay): what Supabase Auth's decoder sees. Only for judging; the client's bytes are forwarded.
+ */
+export function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNulls)
+  if (!isObject(value)) return value
+  const out: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(value)) if (item !== null) out[key] = withoutNulls(item)
+  return out
+}
