@@ -213,10 +213,11 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
   )
 
   it(
-    "rejects oauth4webapi's RFC 6749 form-encoded Basic credentials (Supabase Auth does not decode them)",
+    "authenticates oauth4webapi's RFC 6749 form-encoded Basic credentials (authgate decodes them; docs/decisions.md, D27)",
     needsBackend,
     async () => {
-      // Client authentication runs before the grant is looked at, so a dummy refresh token will do.
+      // Client authentication runs before the grant is looked at, so a dummy refresh token shows
+      // which step refused: the credentials pass, the refresh token does not.
       const response = await oauth.refreshTokenGrantRequest(
         as,
         client,
@@ -232,7 +233,7 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
       assert.ok(sentBasic.startsWith(client.client_id.replaceAll('-', '%2D') + ':'))
       assert.equal(response.status, 400)
       const body = (await response.json()) as { error_code?: string }
-      assert.equal(body.error_code, 'invalid_credentials')
+      assert.equal(body.error_code, 'refresh_token_not_found')
     },
   )
 

@@ -1,21 +1,45 @@
-export { buildApp, serverOptions, type AuthgateOptions } from './app.ts'
-export { authgate, type AuthgatePluginOptions, type AuthgateState } from './plugin.ts'
-export { loadCoreConfig, resolveConfig, AuthgateConfigError, type CoreConfig, type CoreConfigInput } from './config.ts'
-export { ERRORS, ErrorSchema, sendError, type ErrorCode } from './errors.ts'
-export {
-  AUTH_ROUTES,
-  DEFAULT_RATE_LIMITED,
-  enabledRoutes,
-  routeName,
-  type AuthRoute,
-  type RouteId,
-} from './auth/routes/index.ts'
+// authgate's public API: named exports only, each one something an application or an operator's
+// tooling uses. Internals (the forwarder, the document builder's steps, bucket naming) stay inside.
+
+// The plugin and the service around it.
+export { authgate, type AuthgatePluginOptions, type AuthgateState, type GatewayConfig } from './plugin.ts'
+export { buildApp, serverOptions, type AuthgateOptions, type AuthgateService } from './app.ts'
+export type { SupabaseAuthClient, BackendOptions } from './core/backend.ts'
+
+// Options: one resolver, one error naming the option.
+export { resolveConfig, loadCoreConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
+export { AuthgateConfigError } from './config/env.ts'
+export { loadRateLimitSettings } from './settings.ts'
+
+// The error answers, in Supabase Auth's shape.
+export { AuthgateError, ERRORS, ErrorSchema, sendError, type ErrorCode, type ErrorSpec } from './errors.ts'
+
+// The mounted routes.
+export { AUTH_ROUTES, type AuthRoute, type RouteId } from './auth/routes/index.ts'
 export { ROUTE_GROUPS, OPTIONAL_GROUPS, type RouteGroup, type OptionalGroup } from './auth/groups.ts'
-export { BACKEND_ANSWERS, type AnswerRule } from './auth/backend-answers.ts'
-export { Forwarder } from './proxy/forwarder.ts'
-export * from './ratelimit/index.ts'
-export * from './openapi/index.ts'
-export * from './routes-dsl/index.ts'
-export * from './docs-server/index.ts'
+
+// Rate limiting and its stores.
+export {
+  createRateLimiter,
+  type RateLimiter,
+  type RateLimiterOptions,
+  type RateLimitCounters,
+} from './ratelimit/limiter.ts'
+export { loadRateLimitConfig, type RateLimitConfig, type RedisSettings } from './ratelimit/config.ts'
+export { MemoryStore, type MemoryStoreOptions } from './ratelimit/memory-store.ts'
+export { RedisStore } from './ratelimit/redis-store.ts'
+export { parseRate, type RateLimitPolicy } from './ratelimit/policy.ts'
+export type { Decision, RateLimitStore, StoreStatus } from './ratelimit/store.ts'
+
+// The application's own routes: definition, documentation, the reference page.
+export { defineRoute, inPath, inQuery, inHeader, inForm, splitFieldTags, withRules } from './routes-dsl/index.ts'
+export type { ExplicitResponse, RouteDefinition, Rules } from './routes-dsl/index.ts'
+export { createRegistry, toOpenApi30, type RouteRegistry } from './openapi/index.ts'
+export type { DocumentOptions, OpenApiDocument, TagOption, TagRules } from './openapi/index.ts'
 export { OPENAPI_KEYWORDS, openApiAjvOptions } from './openapi/annotation-keywords.ts'
-export * from './protect/index.ts'
+export { buildOpenApiDocument, registerDocs, type RegisterDocsOptions } from './docs-server/index.ts'
+export { resolveOpenApiConfig, type OpenApiOptions } from './docs-server/index.ts'
+
+// Verifying Supabase Auth's tokens on the application's routes.
+export { authgateProtect, type ProtectOptions, type AuthOption, type AuthUser } from './protect/index.ts'
+export { TokenRejected, JwksUnavailableError } from './protect/index.ts'

@@ -6,7 +6,7 @@ import { mountAuthRoutes, mountRootAliases, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
 import { resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
 import { SupabaseAuthClient } from './core/backend.ts'
-import { codeForFastifyError, sendError } from './errors.ts'
+import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
@@ -60,7 +60,9 @@ declare module 'fastify' {
   }
 }
 
-function authErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyRequest, reply: FastifyReply) {
+  // The gateway's own refusals, thrown from a hook, are rendered as they are.
+  if (err instanceof AuthgateError) return sendError(request, reply, err)
   // A body Supabase Auth would refuse itself gets Supabase Auth's answer (src/auth/backend-answers.ts).
   const route = request.routeOptions.config.authRoute
   const first = err.validation?.[0]

@@ -46,15 +46,15 @@ describe('one connection to Supabase Auth', () => {
     const live = await app.inject({ method: 'GET', url: '/live', headers: { authorization: `Bearer ${token}` } })
     assert.equal(live.statusCode, 200, live.body)
 
-    const seen = backend.requests.map((r) => r.target.split('?')[0])
+    const all = [...backend.requests, ...backend.probes]
+    const seen = all.map((r) => r.target.split('?')[0])
     assert.deepEqual([...new Set(seen)].sort(), [
       '/auth/v1/.well-known/jwks.json',
       '/auth/v1/health',
       '/auth/v1/settings',
       '/auth/v1/user',
     ])
-    for (const r of backend.requests)
-      assert.equal(r.headers.apikey, 'sb_publishable_k1', `${r.target} carries the apikey`)
+    for (const r of all) assert.equal(r.headers.apikey, 'sb_publishable_k1', `${r.target} carries the apikey`)
   })
 })
 

@@ -128,8 +128,8 @@ describe('liveness and readiness', () => {
     })
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)
-      assert.equal(backend.requests.at(-1)!.target, '/auth/v1/health')
-      assert.equal(backend.requests.at(-1)!.headers.apikey, 'k1')
+      assert.equal(backend.probes.at(-1)!.target, '/auth/v1/health')
+      assert.equal(backend.probes.at(-1)!.headers.apikey, 'k1')
     } finally {
       await app.close()
       await backend.close()

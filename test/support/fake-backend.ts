@@ -23,6 +23,8 @@ export interface FakeBackend {
   url: string
   port: number
   requests: Recorded[]
+  /** Readiness's own probes of `/health`, kept apart: they come on their own schedule. */
+  probes: Recorded[]
   handler: Handler
   close(): Promise<void>
 }
@@ -30,10 +32,12 @@ export interface FakeBackend {
 /** A backend that records every request; tests swap `handler` to script answers. */
 export async function startFakeBackend(handler: Handler = defaultHandler): Promise<FakeBackend> {
   const requests: Recorded[] = []
+  const probes: Recorded[] = []
   const state: FakeBackend = {
     url: '',
     port: 0,
     requests,
+    probes,
     handler,
     close: () =>
       new Promise<void>((resolve) => {
@@ -46,15 +50,16 @@ export async function startFakeBackend(handler: Handler = defaultHandler): Promi
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const body = Buffer.concat(chunks)
-      // Readiness probes the backend on its own schedule: answered, but not a request of the test's.
-      if (req.headers['user-agent'] !== READINESS_USER_AGENT)
-        requests.push({
-          method: req.method ?? '',
-          target: req.url ?? '',
-          rawHeaders: req.rawHeaders,
-          headers: req.headers,
-          body,
-        })
+      const recorded: Recorded = {
+        method: req.method ?? '',
+        target: req.url ?? '',
+        rawHeaders: req.rawHeaders,
+        headers: req.headers,
+        body,
+      }
+      // Readiness probes the backend on its own schedule: answered, kept apart from the test's requests.
+      if (req.headers['user-agent'] === READINESS_USER_AGENT) probes.push(recorded)
+      else requests.push(recorded)
       state.handler(req, res, body)
     })
   })
