@@ -167,11 +167,15 @@ export class Forwarder {
       replaced: target.headers
         ? [...this.#backend.replacedHeaders, ...Object.keys(target.headers)]
         : this.#backend.replacedHeaders,
-      set: [
-        ...(idHeader === undefined ? [] : [idHeader, request.id]),
-        ...own,
-        ...(target.headers ? Object.entries(target.headers).flat() : []),
-      ],
+      // Built per request only when it has something of the request's own to carry.
+      set:
+        idHeader === undefined && !target.headers
+          ? own
+          : [
+              ...(idHeader === undefined ? [] : [idHeader, request.id]),
+              ...own,
+              ...(target.headers ? Object.entries(target.headers).flat() : []),
+            ],
     })
   }
 

@@ -97,7 +97,7 @@ export interface RouteDefinition<Req, P, Q, H, B, R, E extends ExplicitResponse 
   /**
    * The access token this route checks (needs the protect plugin): `'required'`, `'optional'`, or
    * `{ role, aal, scope, session }`. The token is verified before the body is read, `request.user`
-   * carries its claims, and the document shows bearer security, 401 and (for role, AAL or scope) 403.
+   * carries its claims, and the document shows bearer security, 401 (also for a too-low AAL) and (for role or scope) 403.
    */
   auth?: AuthOption
   consumes?: string[]

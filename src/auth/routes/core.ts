@@ -13,6 +13,13 @@ import { EMAIL_RATE, RATE, SMS_RATE, noContent, ok, redirect, redirectQuery, red
  */
 const CORE: GroupDefaults = { kind: 'typed', tag: 'Auth', group: 'core', bearer: false, rateLimited: false }
 
+/** What both spellings of `/reauthenticate` can answer: they reach the same backend handler. */
+const REAUTHENTICATE_ERRORS = {
+  403: ['otp_expired'],
+  422: ['email_not_confirmed', 'phone_not_confirmed', 'reauthentication_not_valid'],
+  429: [EMAIL_RATE, SMS_RATE],
+} as const
+
 export const coreRoutes = withDefaults(CORE, [
   // Typed JSON endpoints
   {
@@ -253,11 +260,7 @@ export const coreRoutes = withDefaults(CORE, [
     description:
       "Sends a one-time code to the user's e-mail or phone, to be given as `nonce` to `PUT /user` when a password change requires reauthentication.",
     responses: ok('Sent', MessageResponse),
-    errors: {
-      403: ['otp_expired'],
-      422: ['email_not_confirmed', 'phone_not_confirmed', 'reauthentication_not_valid'],
-      429: [EMAIL_RATE, SMS_RATE],
-    },
+    errors: REAUTHENTICATE_ERRORS,
     bearer: true,
   },
   {
@@ -269,11 +272,7 @@ export const coreRoutes = withDefaults(CORE, [
     body: req.ReauthenticateRequest,
     examples: { empty: { summary: 'No body needed', value: {} } },
     responses: ok('Sent', MessageResponse),
-    errors: {
-      403: ['otp_expired'],
-      422: ['email_not_confirmed', 'phone_not_confirmed', 'reauthentication_not_valid'],
-      429: [EMAIL_RATE, SMS_RATE],
-    },
+    errors: REAUTHENTICATE_ERRORS,
     bearer: true,
     backend: { method: 'GET' },
   },
