@@ -97,17 +97,25 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
       insecure,
     )
     assert.equal(response.status, 201)
-    const registered = (await response.clone().json()) as Record<string, unknown>
-    // RFC 7591 §3.2.1 requires client_secret_expires_at with a secret; Supabase Auth omits it, so
-    // oauth4webapi's strict response processing refuses the registration (see docs/e2e.md).
+    // RFC 7591 §3.2.1 requires client_secret_expires_at with a secret; Supabase Auth leaves it out
+    // and authgate adds it (docs/decisions.md, D28), so oauth4webapi's strict processing accepts it.
+    const registered = await oauth.processDynamicClientRegistrationResponse(response)
     assert.equal(typeof registered.client_secret, 'string')
-    assert.equal('client_secret_expires_at' in registered, false)
-    await assert.rejects(oauth.processDynamicClientRegistrationResponse(response), /client_secret_expires_at/)
-
+    assert.equal(registered.client_secret_expires_at, 0)
     assert.equal(registered.token_endpoint_auth_method, 'client_secret_basic')
     assert.deepEqual(registered.redirect_uris, [REDIRECT_URI])
     clientSecret = registered.client_secret as string
-    client = { client_id: registered.client_id as string, token_endpoint_auth_method: 'client_secret_basic' }
+    client = { client_id: registered.client_id, token_endpoint_auth_method: 'client_secret_basic' }
+  })
+
+  it('Supabase Auth itself leaves client_secret_expires_at out of the registration answer', needsBackend, async () => {
+    const response = await fetch(`${stack.backend.url}/oauth/clients/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'client_secret_basic' }),
+    })
+    assert.equal(response.status, 201)
+    await assert.rejects(oauth.processDynamicClientRegistrationResponse(response), /client_secret_expires_at/)
   })
 
   it('redirects GET /oauth/authorize with PKCE to the consent page', needsBackend, async () => {
@@ -185,14 +193,14 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
   })
 
   it(
-    'exchanges the code at /oauth/token (form, client_secret_basic) and gets a signed id_token',
+    "exchanges the code at /oauth/token (form, oauth4webapi's ClientSecretBasic) and gets a signed id_token",
     needsBackend,
     async () => {
       const params = oauth.validateAuthResponse(as, client, callbackUrl, state)
       const response = await oauth.authorizationCodeGrantRequest(
         as,
         client,
-        basicWithoutFormEncoding(clientSecret),
+        oauth.ClientSecretBasic(clientSecret),
         params,
         REDIRECT_URI,
         codeVerifier,
@@ -278,7 +286,7 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
     const response = await oauth.refreshTokenGrantRequest(
       as,
       client,
-      basicWithoutFormEncoding(clientSecret),
+      oauth.ClientSecretBasic(clientSecret),
       tokens.refresh_token ?? '',
       {
         ...insecure,
@@ -308,7 +316,7 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
     const response = await oauth.refreshTokenGrantRequest(
       as,
       client,
-      basicWithoutFormEncoding(clientSecret),
+      oauth.ClientSecretBasic(clientSecret),
       latestRefreshToken,
       { ...insecure, [oauth.customFetch]: viaGateway(stack) },
     )
@@ -330,12 +338,5 @@ function viaGateway(stack: Stack): typeof fetch {
     const headers = new Headers(init?.headers)
     lastAuthorization = headers.get('authorization') ?? ''
     return fetch(`${stack.url}${url.pathname}${url.search}`, init)
-  }
-}
-
-/** HTTP Basic with the raw id and secret, as Supabase Auth expects (and most clients send). */
-function basicWithoutFormEncoding(secret: string): oauth.ClientAuth {
-  return (_as, client, _body, headers) => {
-    headers.set('authorization', `Basic ${Buffer.from(`${client.client_id}:${secret}`).toString('base64')}`)
   }
 }

@@ -53,6 +53,7 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
         body: sendsBody ? request.rawBody : undefined,
         cacheable: route.cacheable === true,
         ...(basic ? { headers: { authorization: basic } } : {}),
+        ...(route.mend ? { mend: route.mend } : {}),
       })
     }
   }

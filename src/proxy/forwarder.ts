@@ -5,7 +5,7 @@ import { recordBackend, type BackendErrorKind, type BackendExchange } from '../o
 import { throttle } from '../observability/log-throttle.ts'
 import { clientIp } from './client-ip.ts'
 import { outboundRequestHeaders } from './headers.ts'
-import { mergeOwnHeaders, Relay } from './relay.ts'
+import { mergeOwnHeaders, Relay, type AnswerMend } from './relay.ts'
 import { ResponseCache } from './response-cache.ts'
 
 export interface ForwarderOptions {
@@ -33,6 +33,8 @@ export interface ForwardTarget {
   cacheable?: boolean
   /** Request headers sent in place of the client's (lower-case name → value). */
   headers?: Record<string, string>
+  /** Changes the answer before it is relayed (held whole; never cached). */
+  mend?: AnswerMend
 }
 
 // Errors that mean no usable connection to the backend (502); a connect timeout is unreachability too.
@@ -116,6 +118,7 @@ export class Forwarder {
         reply,
         ownCors: this.#ownCors,
         cache: cacheKey === undefined ? undefined : { cache: cache!, key: cacheKey },
+        mend: target.mend,
         onExchange: (status, error) => this.#end(request, relay.startedAt, status, error),
         onFailure: (err) => this.#answerFailure(request, reply, target, relay, err),
         onDone: resolve,

@@ -6,6 +6,21 @@ import type { ResponseCache } from './response-cache.ts'
 
 /** Bodies up to this size are written in one piece with the response head. */
 const BUFFER_LIMIT = 64 * 1024
+/** Answers up to this size are held whole for a route that mends them; larger ones pass unchanged. */
+const MEND_LIMIT = 1024 * 1024
+
+/** A whole backend answer, held before anything reaches the client (headers as flat name, value pairs). */
+export interface HeldAnswer {
+  status: number
+  headers: string[]
+  body: Buffer
+}
+
+/**
+ * Changes a route's answer before it is relayed (a gap in Supabase Auth's answer that a conforming
+ * client needs filled). Returns the answer to send; the relay sets its `content-length`.
+ */
+export type AnswerMend = (answer: HeldAnswer, request: FastifyRequest) => HeldAnswer | Promise<HeldAnswer>
 
 export interface RelayOptions {
   request: FastifyRequest
@@ -14,6 +29,8 @@ export interface RelayOptions {
   ownCors: boolean
   /** Where a complete answer is stored, for a cacheable route. */
   cache: { cache: ResponseCache; key: string } | undefined
+  /** The route mends the backend's answer: it is held whole, then changed, then written. */
+  mend?: AnswerMend | undefined
   /** The exchange ended with a status (or an error kind): timing and metrics. */
   onExchange(status: number | undefined, error?: BackendErrorKind): void
   /** The backend request failed (before or after the answer started); the client is not gone. */
@@ -46,6 +63,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   // What the cache would store: the status and headers relayed (before our own are merged).
   #relayedStatus = 0
   #relayedHeaders: string[] | undefined
+  // Set while an answer is held for mending: nothing is written, so a failure can still be a 502.
+  #mending: { status: number; headers: string[] } | undefined
 
   constructor(options: RelayOptions) {
     this.#o = options
@@ -90,26 +109,42 @@ export class Relay implements Dispatcher.DispatchHandler {
       this.#relayedStatus = statusCode
       this.#relayedHeaders = relayed.slice()
     }
+    if (this.#o.mend !== undefined) {
+      this.#mending = { status: statusCode, headers: relayed }
+      return
+    }
+    this.#writeHead(statusCode, relayed, controller)
+  }
+
+  #writeHead(statusCode: number, relayed: string[], controller?: Dispatcher.DispatchController): boolean {
     const flat = mergeOwnHeaders(relayed, this.#o.reply.getHeaders(), this.#o.ownCors)
     this.#o.reply.hijack()
     this.started = true
     try {
       this.#res.writeHead(statusCode, flat)
+      return true
     } catch (err) {
       this.#o.onExchange(statusCode, 'bad_header')
       this.#o.request.log.error({ err }, 'backend sent a header Node.js refuses to relay')
-      controller.abort(err as Error)
+      controller?.abort(err as Error)
       this.#res.destroy()
+      return false
     }
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     // Small answers (most of Supabase Auth's) are held and written with the head in one syscall;
-    // past BUFFER_LIMIT the body streams with backpressure.
+    // past BUFFER_LIMIT the body streams with backpressure (past MEND_LIMIT for a mended route,
+    // which then passes unchanged).
     if (this.#held !== undefined) {
       this.#held.push(chunk)
       this.#heldBytes += chunk.length
-      if (this.#heldBytes <= BUFFER_LIMIT) return
+      if (this.#heldBytes <= (this.#mending === undefined ? BUFFER_LIMIT : MEND_LIMIT)) return
+      if (this.#mending !== undefined) {
+        const { status, headers } = this.#mending
+        this.#mending = undefined
+        if (!this.#writeHead(status, headers, controller)) return
+      }
       for (const b of this.#held) this.#write(b)
       this.#held = undefined
     } else this.#write(chunk)
@@ -117,6 +152,10 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    if (this.#mending !== undefined) {
+      void this.#endMended(this.#mending)
+      return
+    }
     const held = this.#held
     if (held === undefined || held.length === 0) this.#res.end()
     else {
@@ -129,10 +168,40 @@ export class Relay implements Dispatcher.DispatchHandler {
     this.#done()
   }
 
+  /** Mends the held answer and writes it whole; a mend that throws leaves the answer as it came. */
+  async #endMended(mending: { status: number; headers: string[] }): Promise<void> {
+    const held = this.#held ?? []
+    const original: HeldAnswer = {
+      status: mending.status,
+      headers: mending.headers,
+      body: held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes),
+    }
+    let answer = original
+    try {
+      answer = await this.#o.mend!(original, this.#o.request)
+    } catch (err) {
+      this.#o.request.log.error({ err }, "mending the backend's answer failed; it is relayed as it came")
+    }
+    if (this.#clientGone) return this.#done()
+    const headers = withContentLength(answer.headers, answer.body.length)
+    if (this.#writeHead(answer.status, headers)) this.#res.end(answer.body)
+    this.#done()
+  }
+
   onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
     if (!this.#clientGone) this.#o.onFailure(err)
     this.#done()
   }
+}
+
+/** The headers with one `content-length` for a body of `length` bytes (a mend may change the size). */
+function withContentLength(headers: string[], length: number): string[] {
+  const out: string[] = []
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i]!.toLowerCase() !== 'content-length') out.push(headers[i]!, headers[i + 1]!)
+  }
+  out.push('content-length', String(length))
+  return out
 }
 
 /**

@@ -282,3 +282,55 @@ describe('backend failures', () => {
     }
   })
 })
+
+describe('a mended answer (the dynamic registration, docs/decisions.md D28)', () => {
+  let h: Harness
+  before(async () => {
+    h = await withFakeBackend()
+  })
+  after(() => h.close())
+  const register = () =>
+    h.app.inject({
+      method: 'POST',
+      url: '/auth/oauth/clients/register',
+      headers: { 'content-type': 'application/json' },
+      payload: { redirect_uris: ['http://localhost:3000/cb'] },
+    })
+
+  test('is held whole and relayed with the field added, its headers kept and its length updated', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(201, { 'content-type': 'application/json', 'x-request-id': 'r1', 'set-cookie': ['a=1', 'b=2'] })
+      res.write('{"client_id":"c1",')
+      setTimeout(() => res.end('"client_secret":"s"}'), 5)
+    }
+    const res = await register()
+    assert.equal(res.statusCode, 201)
+    assert.equal(res.body, '{"client_id":"c1","client_secret":"s","client_secret_expires_at":0}')
+    assert.equal(res.headers['content-length'], String(res.rawPayload.length))
+    assert.equal(res.headers['x-request-id'], 'r1')
+    assert.deepEqual(res.headers['set-cookie'], ['a=1', 'b=2'])
+  })
+
+  test('a backend that fails in the middle of it gives our 502, not a cut answer', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(201, { 'content-type': 'application/json', 'content-length': '100' })
+      res.write('{"client_id":"c1",')
+      setTimeout(() => res.destroy(), 5)
+    }
+    const res = await register()
+    assert.equal(res.statusCode, 502)
+    assert.equal(res.json().error_code, 'backend_unreachable')
+  })
+
+  test('an answer larger than the mending limit streams through unchanged', async () => {
+    const big = `{"client_secret":"s","pad":"${'x'.repeat(1024 * 1024 + 10)}"}`
+    h.backend.handler = (_req, res) => {
+      res.writeHead(201, { 'content-type': 'application/json' })
+      res.write(big.slice(0, 1000))
+      setTimeout(() => res.end(big.slice(1000)), 5)
+    }
+    const res = await register()
+    assert.equal(res.statusCode, 201)
+    assert.equal(res.body, big)
+  })
+})

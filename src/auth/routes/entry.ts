@@ -1,4 +1,5 @@
 import type { TSchema } from 'typebox'
+import type { AnswerMend } from '../../proxy/relay.ts'
 import type { KnownErrorCode } from '../error-codes.ts'
 import type { RouteGroup } from '../groups.ts'
 
@@ -87,6 +88,11 @@ export interface AuthRoute {
    * metadata of an issuer whose URL has a path.
    */
   rootAlias?: boolean
+  /**
+   * Fills a gap in Supabase Auth's answer that conforming clients refuse (docs/decisions.md, D28):
+   * the answer is held whole and changed before it is relayed.
+   */
+  mend?: AnswerMend
 }
 
 /** The fields every route of a group shares, given once in the group's file. */

@@ -3,6 +3,7 @@ import { str, uuid } from '../types/common.ts'
 import * as oauth from '../types/oauth.ts'
 import { withDefaults, type GroupDefaults } from './entry.ts'
 import { RATE, noContent, ok, redirect } from './shared.ts'
+import { completeClientRegistration } from '../oauth-mends.ts'
 
 /** The OAuth 2.1 server is off (`GOTRUE_OAUTH_SERVER_ENABLED`). */
 const OAUTH_OFF = 'feature_disabled'
@@ -113,6 +114,8 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
       },
     },
     responses: { 201: { description: 'Registered', schema: oauth.ClientRegistrationResponse } },
+    // RFC 7591 §3.2.1: the expiry of an issued secret, which Supabase Auth leaves out.
+    mend: completeClientRegistration,
     errors: {
       400: ['validation_failed'],
       403: ['oauth_dynamic_client_registration_disabled'],

@@ -126,6 +126,12 @@ export const ClientRegistrationResponse = Type.Object(
   {
     client_id: uuid('Client id', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
     client_secret: opt(str('Client secret (confidential clients; shown only here)', 'sb_secret_3kq9')),
+    client_secret_expires_at: opt(
+      int(
+        'With a `client_secret`: when it expires, `0` for never (RFC 7591 §3.2.1; added by authgate, Supabase Auth leaves it out)',
+        0,
+      ),
+    ),
     client_type: str('`public` or `confidential`', 'confidential'),
     redirect_uris: strArray('Registered redirect URIs', ['http://localhost:3000/callback']),
     token_endpoint_auth_method: str('Client authentication method', 'client_secret_basic'),

@@ -1,0 +1,36 @@
+import type { HeldAnswer } from '../proxy/relay.ts'
+
+/** The JSON object of an answer, when it is one and is not content-encoded. */
+function jsonObject(answer: HeldAnswer): Record<string, unknown> | undefined {
+  let json = false
+  for (let i = 0; i < answer.headers.length; i += 2) {
+    const name = answer.headers[i]!.toLowerCase()
+    if (name === 'content-encoding') return undefined
+    if (name === 'content-type') json = /^application\/json\b/i.test(answer.headers[i + 1]!)
+  }
+  if (!json) return undefined
+  try {
+    const value: unknown = JSON.parse(answer.body.toString('utf8'))
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * RFC 7591 §3.2.1: a registration answer that issues a `client_secret` must say when it expires
+ * (`0`: never). Supabase Auth's secrets do not expire and it leaves the field out, so conforming
+ * clients (oauth4webapi) refuse the registration; authgate adds it (docs/decisions.md, D28).
+ * Every other answer, and every other byte of this one, is relayed as it came.
+ */
+export function completeClientRegistration(answer: HeldAnswer): HeldAnswer {
+  if (answer.status !== 201) return answer
+  const body = jsonObject(answer)
+  if (body === undefined || typeof body.client_secret !== 'string' || 'client_secret_expires_at' in body) return answer
+  // Appended before the closing brace, so the backend's own bytes (and their order) are kept.
+  const text = answer.body.toString('utf8').trimEnd()
+  const mended = `${text.slice(0, -1)},"client_secret_expires_at":0}`
+  return { ...answer, body: Buffer.from(mended, 'utf8') }
+}
