@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { OAUTH_ANSWER_CASES } from '../test/support/backend-answer-cases.ts'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
 
@@ -55,4 +56,39 @@ describe('client_secret_basic as RFC 6749 encodes it, against the real Supabase 
       assert.match(JSON.stringify(wrong.body), /invalid client credentials/i)
     },
   )
+
+  // Supabase Auth authenticates the client before it reads the grant, so each case carries a
+  // registered client's credentials; authgate answers without contacting it, in the same words.
+  for (const c of OAUTH_ANSWER_CASES) {
+    it(`POST /oauth/token ${c.body}: the grant rule answers as Supabase Auth does`, needsBackend, async () => {
+      const reg = await fetch(`${stack.backend.url}/oauth/clients/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ redirect_uris: ['http://localhost:3000/cb'] }),
+      })
+      const client = (await reg.json()) as { client_id: string; client_secret: string }
+      const send = async (base: string) => {
+        const res = await fetch(`${base}/oauth/token`, {
+          method: 'POST',
+          headers: {
+            'content-type': c.json ? 'application/json' : 'application/x-www-form-urlencoded',
+            authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`,
+          },
+          body: c.body,
+        })
+        return {
+          status: res.status,
+          body: (await res.json()) as unknown,
+          errorCode: res.headers.get('x-sb-error-code'),
+          contentType: res.headers.get('content-type'),
+          vary: res.headers.get('vary'),
+        }
+      }
+      const straight = await send(stack.backend.url)
+      assert.deepEqual(straight.body, { error: c.error, error_description: c.description })
+      assert.equal(straight.status, 400)
+      const through = await send(`${stack.url}/auth`)
+      assert.deepEqual(through, straight)
+    })
+  }
 })

@@ -29,9 +29,17 @@ export const ERRORS = {
   client_timeout: { status: 408, message: 'The request was not received in time' },
   request_header_too_large: { status: 431, message: 'Request header fields are too large' },
   malformed_request: { status: 400, message: 'Malformed HTTP request' },
-} as const satisfies Record<string, { status: number; message: string }>
+  // RFC 6749 §5.2 errors of the OAuth token endpoint, answered in that shape as Supabase Auth does.
+  invalid_request: { status: 400, message: 'The request is missing a required parameter', shape: 'oauth' },
+  unsupported_grant_type: { status: 400, message: 'The grant type is not supported', shape: 'oauth' },
+} as const satisfies Record<string, { status: number; message: string; shape?: 'oauth' }>
 
 export type ErrorCode = keyof typeof ERRORS
+
+/** True for the codes answered in RFC 6749 §5.2's shape, `{error, error_description}`. */
+export function isOAuthShaped(code: ErrorCode): boolean {
+  return 'shape' in ERRORS[code]
+}
 
 /** The first Supabase API version whose error body is `{code, message}` (older clients get the legacy shape). */
 export const API_VERSION_2024 = '2024-01-01'
@@ -129,6 +137,12 @@ export function errorResponse(error: ErrorCode | ErrorSpec, newShape: boolean): 
   const spec: ErrorSpec = typeof error === 'string' ? { code: error } : error
   const status = spec.status ?? ERRORS[spec.code].status
   const headers: Record<string, string> = { 'content-type': JSON_CONTENT_TYPE, vary: 'Origin' }
+  if (isOAuthShaped(spec.code)) {
+    // The same in both API versions, with no `x-sb-error-code`, as Supabase Auth's OAuth answers.
+    if (spec.headers) for (const [k, v] of Object.entries(spec.headers)) headers[k.toLowerCase()] = v
+    const body = JSON.stringify({ error: spec.code, error_description: spec.message ?? ERRORS[spec.code].message })
+    return { status, headers, body }
+  }
   if (!newShape || spec.codeHeaderInNewShape !== false) headers['x-sb-error-code'] = spec.code
   if (newShape) headers['x-supabase-api-version'] = API_VERSION_2024
   if (spec.headers) for (const [k, v] of Object.entries(spec.headers)) headers[k.toLowerCase()] = v

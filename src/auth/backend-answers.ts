@@ -83,6 +83,14 @@ const verifyOneAddress: BackendAnswer = {
   message: 'Only an email address or phone number should be provided on verify',
 }
 
+const grantTypeRequired: BackendAnswer = { code: 'invalid_request', status: 400, message: 'grant_type is required' }
+const grantNotAllowed: BackendAnswer = {
+  code: 'unsupported_grant_type',
+  status: 400,
+  message: 'Client is not allowed to use grant type: ',
+}
+const oauthBadJson: BackendAnswer = { code: 'invalid_request', status: 400, message: 'Invalid JSON body' }
+
 /** The e-mail rules of every route that validates `email` with Supabase Auth's own check. */
 const emailRules = (route: RouteId): AnswerRule[] => [
   { route, keyword: 'format', property: 'email', ...fixed(emailFormat) },
@@ -188,6 +196,28 @@ export const BACKEND_ANSWERS: readonly AnswerRule[] = [
     property: 'factor_type',
     ...fixed({ code: 'validation_failed', status: 400, message: 'factor_type needs to be totp, phone, or webauthn' }),
   })),
+  // The OAuth token endpoint answers in RFC 6749 §5.2's shape. A grant outside the two is refused
+  // as no client may use it (Supabase Auth checks the client's grants first, and a client can only
+  // be registered with these two).
+  { route: 'POST /oauth/token', keyword: 'required', property: 'grant_type', ...fixed(grantTypeRequired) },
+  {
+    route: 'POST /oauth/token',
+    keyword: 'enum',
+    property: 'grant_type',
+    answers: [grantTypeRequired, { ...grantNotAllowed, message: `${grantNotAllowed.message}…` }],
+    pick: (body) =>
+      body.grant_type === ''
+        ? grantTypeRequired
+        : { ...grantNotAllowed, message: grantNotAllowed.message + String(body.grant_type) },
+  },
+  {
+    route: 'POST /oauth/token',
+    keyword: 'type',
+    property: 'grant_type',
+    answers: [grantTypeRequired, oauthBadJson],
+    // Go reads a JSON null as the empty string; any other type fails its decoding.
+    pick: (body) => (body.grant_type === null ? grantTypeRequired : oauthBadJson),
+  },
   ...(['required', 'enum'] as const).map((keyword): AnswerRule => ({
     route: 'POST /oauth/authorizations/{authorization_id}/consent',
     keyword,

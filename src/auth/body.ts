@@ -120,8 +120,8 @@ export function bodyHook(route: AuthRoute) {
     if (raw === undefined || raw.length === 0) {
       // The backend never reads this body: an empty one is fine whatever the Content-Type says.
       // On a route that takes forms, an empty body that is not declared JSON is an empty form
-      // (Supabase Auth parses anything but JSON as a form there): the schema and then the backend
-      // judge its missing fields, in the words of a form, not of JSON.
+      // (Supabase Auth parses anything but JSON as a form there): the schema judges its missing
+      // fields, in the words of a form, not of JSON.
       if (optional || (route.form && kind !== 'json')) {
         request.body = {}
         return

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { BACKEND_ANSWERS } from '../../src/auth/backend-answers.ts'
 import { AUTH_ROUTES, routeName } from '../../src/auth/routes/index.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
-import { ANSWER_CASES, BEARER_ANSWER_CASES } from '../support/backend-answer-cases.ts'
+import { ANSWER_CASES, BEARER_ANSWER_CASES, OAUTH_ANSWER_CASES } from '../support/backend-answer-cases.ts'
 
 const JSON_CT = { 'content-type': 'application/json' }
 
@@ -62,10 +62,34 @@ describe("validation answers in Supabase Auth's words", () => {
     })
   }
 
+  for (const c of OAUTH_ANSWER_CASES) {
+    test(`POST /oauth/token ${c.body} → 400 ${c.error} in the OAuth shape, both API versions, nothing forwarded`, async () => {
+      h.backend.requests.length = 0
+      for (const version of [{}, { 'x-supabase-api-version': '2024-01-01' }]) {
+        const res = await h.app.inject({
+          method: 'POST',
+          url: '/auth/oauth/token',
+          payload: c.body,
+          headers: {
+            'content-type': c.json ? 'application/json' : 'application/x-www-form-urlencoded',
+            authorization: `Basic ${Buffer.from('client:secret').toString('base64')}`,
+            ...version,
+          },
+        })
+        assert.equal(res.statusCode, 400)
+        assert.deepEqual(res.json(), { error: c.error, error_description: c.description })
+        assert.equal(res.headers['content-type'], 'application/json')
+        assert.equal(res.headers['x-sb-error-code'], undefined)
+      }
+      assert.equal(h.backend.requests.length, 0)
+    })
+  }
+
   test('every rule names a mounted typed route with a body, and is exercised above', () => {
     const exercised = new Set(
       [...ANSWER_CASES, ...BEARER_ANSWER_CASES, consent].map((c) => `${c.method} ${c.url.split('?')[0]}`),
     )
+    if (OAUTH_ANSWER_CASES.length > 0) exercised.add('POST /oauth/token')
     for (const rule of BACKEND_ANSWERS) {
       const route = AUTH_ROUTES.find((r) => routeName(r) === rule.route)
       assert.ok(route?.body, rule.route)

@@ -275,3 +275,36 @@ export const BEARER_ANSWER_CASES: AnswerCase[] = [
     message: 'factor_type needs to be totp, phone, or webauthn',
   },
 ]
+
+/** A request to the OAuth token endpoint that authgate refuses in RFC 6749 §5.2's shape, as Supabase Auth would. */
+export interface OAuthAnswerCase {
+  /** The body, as `application/x-www-form-urlencoded` or JSON. */
+  body: string
+  json: boolean
+  error: string
+  description: string
+}
+
+/**
+ * The token endpoint's grant rules (src/auth/backend-answers.ts). Supabase Auth checks the client
+ * first, so the end-to-end suite sends these with a registered client's credentials.
+ */
+export const OAUTH_ANSWER_CASES: OAuthAnswerCase[] = [
+  { body: 'code=abc', json: false, error: 'invalid_request', description: 'grant_type is required' },
+  { body: 'grant_type=&code=abc', json: false, error: 'invalid_request', description: 'grant_type is required' },
+  {
+    body: 'grant_type=password&username=a&password=b',
+    json: false,
+    error: 'unsupported_grant_type',
+    description: 'Client is not allowed to use grant type: password',
+  },
+  { body: '{"code":"abc"}', json: true, error: 'invalid_request', description: 'grant_type is required' },
+  { body: '{"grant_type":null}', json: true, error: 'invalid_request', description: 'grant_type is required' },
+  { body: '{"grant_type":7}', json: true, error: 'invalid_request', description: 'Invalid JSON body' },
+  {
+    body: '{"grant_type":"client_credentials"}',
+    json: true,
+    error: 'unsupported_grant_type',
+    description: 'Client is not allowed to use grant type: client_credentials',
+  },
+]

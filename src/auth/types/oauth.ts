@@ -65,7 +65,10 @@ export const JWKSResponse = Type.Object(
 
 export const OAuthTokenRequest = Type.Object(
   {
-    grant_type: opt(str('`authorization_code` or `refresh_token`', 'authorization_code')),
+    // Required, and one of the grants Supabase Auth's OAuth server has (it refuses the rest).
+    grant_type: str('`authorization_code` or `refresh_token`', 'authorization_code', {
+      enum: ['authorization_code', 'refresh_token'],
+    }),
     code: opt(str('Authorization code (grant `authorization_code`)', 'a1b2c3d4e5f6')),
     redirect_uri: opt(str('Must equal the one used at /oauth/authorize', 'http://localhost:3000/callback')),
     code_verifier: opt(str('PKCE verifier', 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk')),
