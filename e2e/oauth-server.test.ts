@@ -140,6 +140,32 @@ describe('OAuth 2.1 server through authgate (oauth4webapi)', () => {
   })
 
   it(
+    'refuses an empty client_id or redirect_uri with 400, as the document says (minLength 1)',
+    needsBackend,
+    async () => {
+      const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as {
+        paths: Record<string, { get: { parameters: Array<{ name: string; schema: { minLength?: number } }> } }>
+      }
+      const params = doc.paths['/auth/oauth/authorize']!.get.parameters
+      for (const [name, message] of [
+        ['client_id', 'client_id is required'],
+        ['redirect_uri', 'redirect_uri is required'],
+      ] as const) {
+        assert.equal(params.find((p) => p.name === name)?.schema.minLength, 1, name)
+        const query = new URLSearchParams({ client_id: client.client_id, redirect_uri: REDIRECT_URI })
+        query.set(name, '')
+        const through = await fetch(`${stack.url}/auth/oauth/authorize?${query}`, { redirect: 'manual' })
+        const straight = await fetch(`${stack.backend.url}/oauth/authorize?${query}`, { redirect: 'manual' })
+        assert.equal(through.status, 400)
+        assert.equal(straight.status, 400)
+        const body = (await through.json()) as { msg: string }
+        assert.equal(body.msg, message)
+        assert.deepEqual(body, await straight.json())
+      }
+    },
+  )
+
+  it(
     "shows the request and takes the user's consent through authgate (supabase-js auth.oauth)",
     needsBackend,
     async () => {

@@ -5,6 +5,7 @@ import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-
 import { bodyHook } from './body.ts'
 import { decodedBasicCredentials } from './client-credentials.ts'
 import { queryHook } from './query.ts'
+import { queryRequirementsHook } from './query-requirements.ts'
 import { routeSchema } from './route-docs.ts'
 import { routeKey } from './routes/id.ts'
 import type { AuthRoute, HttpMethod } from './routes/index.ts'
@@ -181,6 +182,7 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
       config: { authRoute: route },
       ...(limiter ? { onRequest: limiter } : {}),
       preValidation: route.queryChecked ? [queryHook(route), bodyHook(route)] : bodyHook(route),
+      ...(route.requiredByQuery ? { preHandler: queryRequirementsHook(route) } : {}),
       handler: forwardHandler(route, options),
       schema: routeSchema(route, limiter !== undefined),
     } satisfies RouteOptions)

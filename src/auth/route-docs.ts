@@ -1,5 +1,6 @@
 import { ERRORS, ErrorSchema } from '../errors.ts'
 import { answersOf } from './backend-answers.ts'
+import { describeRequirements } from './query-requirements.ts'
 import type { KnownErrorCode } from './error-codes.ts'
 import { routeName, type AuthRoute } from './routes/index.ts'
 import { NO_PROTOTYPE_KEYS } from './types/common.ts'
@@ -94,6 +95,7 @@ export function errorCodes(route: AuthRoute, limited: boolean): Map<number, Stat
   if (route.queryChecked) gateway('validation_failed')
   // Statuses other than 400 that the gateway gives in Supabase Auth's words (weak_password's 422, ...).
   for (const answer of answersOf(routeName(route))) at(answer.status).gateway.add(answer.code)
+  for (const r of route.requiredByQuery ?? []) at(r.answer.status).gateway.add(r.answer.code)
   if (limited) gateway('over_request_rate_limit')
   gateway('unexpected_failure')
   gateway('backend_unreachable')
@@ -167,7 +169,9 @@ function describe(route: AuthRoute, codes: Map<number, StatusCodes>): string {
     return `| ${status} | ${list(all)} |`
   })
   const table = ['| Status | Error codes |', '| --- | --- |', ...rows].join('\n')
-  return `${route.description ? route.description + '\n\n' : ''}**Error answers**\n\n${table}`
+  const required = route.requiredByQuery ? describeRequirements(route.requiredByQuery) : ''
+  const text = [route.description, required].filter(Boolean).join(' ')
+  return `${text ? text + '\n\n' : ''}**Error answers**\n\n${table}`
 }
 
 /** Example objects: the query an example needs travels as `x-query` (Example Objects have no place for it). */

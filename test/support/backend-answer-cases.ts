@@ -14,6 +14,17 @@ export interface AnswerCase {
  * suite sends the same bodies to the real Supabase Auth, directly and through authgate.
  */
 export const ANSWER_CASES: AnswerCase[] = [
+  // A query value that makes body fields required (src/auth/query-requirements.ts).
+  ...['{"auth_code":"abc"}', '{"code_verifier":"v"}', '{"auth_code":"","code_verifier":"v"}'].map(
+    (body): AnswerCase => ({
+      method: 'POST',
+      url: '/token?grant_type=pkce',
+      body,
+      status: 400,
+      code: 'validation_failed',
+      message: 'invalid request: both auth code and code verifier should be non-empty',
+    }),
+  ),
   {
     method: 'POST',
     url: '/signup',

@@ -99,6 +99,18 @@ export const coreRoutes = withDefaults(CORE, [
       },
     },
     responses: ok('New session', SessionResponse),
+    requiredByQuery: [
+      {
+        param: 'grant_type',
+        value: 'pkce',
+        fields: ['auth_code', 'code_verifier'],
+        answer: {
+          code: 'validation_failed',
+          status: 400,
+          message: 'invalid request: both auth code and code verifier should be non-empty',
+        },
+      },
+    ],
     oauthErrors: true,
     errors: {
       400: [

@@ -1,4 +1,5 @@
 import type { TSchema } from 'typebox'
+import type { BackendAnswer } from '../../errors.ts'
 import type { AnswerMend } from '../../proxy/relay.ts'
 import type { KnownErrorCode } from '../error-codes.ts'
 import type { RouteGroup } from '../groups.ts'
@@ -93,6 +94,20 @@ export interface AuthRoute {
    * the answer is held whole and changed before it is relayed.
    */
   mend?: AnswerMend
+  /**
+   * Body fields that one query value makes required (non-empty strings), which a body schema cannot
+   * say because it does not see the query: checked after the body's schema, refused in Supabase
+   * Auth's words, and stated in the route's description.
+   */
+  requiredByQuery?: readonly QueryRequirement[]
+}
+
+/** With `?<param>=<value>` (its first value, as Supabase Auth reads it), `fields` must be non-empty strings. */
+export interface QueryRequirement {
+  param: string
+  value: string
+  fields: readonly string[]
+  answer: BackendAnswer
 }
 
 /** The fields every route of a group shares, given once in the group's file. */

@@ -57,8 +57,10 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     description:
       'Starts an authorization-code flow with PKCE for a registered client: redirects to the consent page of the site, or back to `redirect_uri` with an error.',
     query: Type.Object({
-      client_id: str('Registered client id', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
-      redirect_uri: str('A registered redirect URI', 'http://localhost:3000/callback'),
+      // Supabase Auth answers an empty one with 400 ("client_id is required", "redirect_uri is
+      // required"); every later problem goes back to the redirect URI (302).
+      client_id: str('Registered client id', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60', { minLength: 1 }),
+      redirect_uri: str('A registered redirect URI', 'http://localhost:3000/callback', { minLength: 1 }),
       response_type: Type.Optional(str('Only `code`', 'code')),
       scope: Type.Optional(str('Space-separated scopes', 'openid email')),
       state: Type.Optional(str('Opaque value echoed back', 'af0ifjsldkj')),

@@ -1,0 +1,43 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { sendError } from '../errors.ts'
+import type { AuthRoute, QueryRequirement } from './routes/entry.ts'
+
+/** The first value of a query parameter in a raw request target (`+` as a space), as Go's FormValue reads it. */
+function firstQueryValue(target: string, name: string): string | undefined {
+  const q = target.indexOf('?')
+  if (q === -1) return undefined
+  return new URLSearchParams(target.slice(q + 1)).get(name) ?? undefined
+}
+
+/** The requirement a request breaks, if any. */
+export function brokenRequirement(
+  requirements: readonly QueryRequirement[],
+  target: string,
+  body: unknown,
+): QueryRequirement | undefined {
+  const record = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {}
+  for (const r of requirements) {
+    if (firstQueryValue(target, r.param) !== r.value) continue
+    if (r.fields.some((f) => typeof record[f] !== 'string' || record[f] === '')) return r
+  }
+  return undefined
+}
+
+/** The hook that refuses a validated body missing what its query value requires (never forwarded). */
+export function queryRequirementsHook(route: AuthRoute) {
+  const requirements = route.requiredByQuery ?? []
+  return async function checkQueryRequirements(request: FastifyRequest, reply: FastifyReply) {
+    const broken = brokenRequirement(requirements, request.raw.url ?? '', request.body)
+    if (broken) return sendError(request, reply, broken.answer)
+  }
+}
+
+/** The sentence the route's description gets for each requirement. */
+export function describeRequirements(requirements: readonly QueryRequirement[]): string {
+  return requirements
+    .map(
+      (r) =>
+        `With \`${r.param}=${r.value}\`, ${r.fields.map((f) => `\`${f}\``).join(' and ')} ${r.fields.length > 1 ? 'are' : 'is'} required and non-empty (${r.answer.status} \`${r.answer.code}\`: "${r.answer.message}").`,
+    )
+    .join(' ')
+}
