@@ -179,11 +179,24 @@ describe("authgate's document against the real Supabase Auth", () => {
               : fc.option(arbitraryFor(media.schema, components), { nil: undefined })
             : fc.constant(undefined),
         })
+        // Body fields a query value requires (`x-required-by-query`: JSON Schema cannot say it).
+        const requiredByQuery = (op['x-required-by-query'] ?? []) as Array<{
+          param: string
+          value: string
+          fields: string[]
+        }>
+        const meetsQueryRules = (r: { query: unknown[]; body: unknown }) =>
+          requiredByQuery.every(({ param, value, fields }) => {
+            if (r.query[queryParams.findIndex((p) => p.name === param)] !== value) return true
+            const body = (r.body ?? {}) as Record<string, unknown>
+            return fields.every((f) => typeof body[f] === 'string' && body[f] !== '')
+          })
         const samples = fc
           .sample(request, { numRuns: RUNS * 20, seed: 20261123 })
           // A JSON null is a field not sent (docs/decisions.md, D25): a body is a valid request when
           // it is valid both as written and with its nulls removed, as Supabase Auth reads it.
           .filter((r) => r.body === undefined || (validBody!(r.body) && validBody!(withoutNulls(r.body))))
+          .filter(meetsQueryRules)
           .slice(0, RUNS)
         const bearer = (op.security as Array<Record<string, unknown>>).some((r) => 'bearerAuth' in r)
         const token = bearer ? await userToken(method + path.replace(/[^a-z]/g, '')) : ''

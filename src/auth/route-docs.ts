@@ -207,5 +207,12 @@ export function routeSchema(route: AuthRoute, limited: boolean): Record<string, 
     'x-error-codes': Object.fromEntries(
       [...codes].map(([s, c]) => [String(s), [...new Set([...c.backend, ...c.gateway])]]),
     ),
+    // The same requirement as the description's, for tools: JSON Schema has no way to make body
+    // fields depend on a query parameter.
+    ...(route.requiredByQuery
+      ? {
+          'x-required-by-query': route.requiredByQuery.map(({ param, value, fields }) => ({ param, value, fields })),
+        }
+      : {}),
   }
 }
