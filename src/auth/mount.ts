@@ -17,6 +17,11 @@ export interface MountOptions {
   routes: readonly AuthRoute[]
   /** Rate-limit hook per route (undefined: not limited). */
   rateLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
+  /**
+   * Per-account limit and message budgets per route (undefined: none): keyed from the validated
+   * body, so they run as a preHandler, after validation.
+   */
+  bodyLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
 }
 
 declare module 'fastify' {
@@ -172,6 +177,7 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
   const guards = new Map<string, { method: HttpMethod; url: string; routes: AuthRoute[] }>()
   for (const route of options.routes) {
     const limiter = options.rateLimitHook?.(route)
+    const bodyLimiter = options.bodyLimitHook?.(route)
     scope.route({
       method: route.method,
       url: fastifyUrl(route.path),
@@ -180,8 +186,9 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
       config: { authRoute: route },
       ...(limiter ? { onRequest: limiter } : {}),
       preValidation: route.queryChecked ? [queryHook(route), bodyHook(route)] : bodyHook(route),
+      ...(bodyLimiter ? { preHandler: bodyLimiter } : {}),
       handler: forwardHandler(route, options),
-      schema: routeSchema(route, limiter !== undefined),
+      schema: routeSchema(route, limiter !== undefined || bodyLimiter !== undefined),
     } satisfies RouteOptions)
 
     const brace = route.path.indexOf('{')
