@@ -28,6 +28,7 @@ export type GatewayConfig = Pick<
   | 'disabledGroups'
   | 'corsOrigins'
   | 'requestIdHeader'
+  | 'clientIpHeader'
 >
 
 export interface AuthgatePluginOptions {
@@ -91,6 +92,7 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
     connectTimeoutMs: config.backendConnectTimeoutMs,
     connections: config.backendConnections,
     requestIdHeader: config.requestIdHeader,
+    clientIpHeader: config.clientIpHeader,
   })
   const forwarder = new Forwarder({
     backend,
