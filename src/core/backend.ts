@@ -51,7 +51,7 @@ export function normaliseBackendUrl(option: string, raw: URL | string): URL {
 /** A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session check, key set). */
 export type BackendFetch = (
   url: string | URL,
-  init?: { headers?: Record<string, string> | Headers; signal?: AbortSignal },
+  init?: { method?: string; body?: string; headers?: Record<string, string> | Headers; signal?: AbortSignal },
 ) => Promise<Response>
 
 /**
@@ -110,6 +110,8 @@ export class SupabaseAuthClient {
     new Headers(init.headers).forEach((value, name) => (headers[name] = value))
     if (this.options.apiKey !== undefined) headers.apikey = this.options.apiKey
     return undiciFetch(url, {
+      ...(init.method !== undefined ? { method: init.method } : {}),
+      ...(init.body !== undefined ? { body: init.body } : {}),
       headers,
       dispatcher: this.#pool,
       // A redirect is the backend's answer to report, never one to follow from here.
