@@ -201,3 +201,52 @@ describe('per-account limits and budgets on the app', () => {
     )
   })
 })
+
+describe('per-account limits when the store fails, and their log lines', () => {
+  const failing = {
+    take: () => Promise.reject(new Error('redis down')),
+    close: () => Promise.resolve(),
+  }
+  for (const policy of ['open', 'closed'] as const) {
+    it(`follows the failure policy (${policy})`, async (t) => {
+      const h = await withFakeBackend(
+        {},
+        {
+          rateLimit: loadRateLimitSettings({
+            AUTHGATE_RATE_LIMITED_ROUTES: 'none',
+            AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: policy,
+          }),
+          rateLimitStore: failing,
+        },
+      )
+      t.after(() => h.close())
+      const res = await h.app.inject(json('/auth/recover', { email: 'a@example.com' }, '203.0.113.1'))
+      assert.equal(res.statusCode, policy === 'open' ? 200 : 429)
+      const counters = h.app.authgate.rateLimiter!.counters
+      // Open: the account, the client's share and the budget were each let through; closed: the first refuses.
+      assert.equal(policy === 'open' ? counters.failedOpen : counters.failedClosed, policy === 'open' ? 3 : 1)
+    })
+  }
+
+  it('logs which limit answered on which route, never the account', async (t) => {
+    const { logCapture } = await import('../support/log-capture.ts')
+    const logs = logCapture()
+    const h = await withFakeBackend(
+      {},
+      {
+        rateLimit: loadRateLimitSettings({ AUTHGATE_RATE_LIMITED_ROUTES: 'none', AUTHGATE_ACCOUNT_RATE_LIMIT: '1/1h' }),
+        rateLimitStore: new MemoryStore(),
+        logger: { stream: logs.stream },
+      },
+    )
+    t.after(() => h.close())
+    const body = { email: 'secret-person@example.com', password: 'x'.repeat(8) }
+    await h.app.inject(json('/auth/token?grant_type=password', body, '203.0.113.1'))
+    const denied = await h.app.inject(json('/auth/token?grant_type=password', body, '203.0.113.2'))
+    assert.equal(denied.statusCode, 429)
+    const line = logs.lines.find((l) => l.msg === 'rate limit reached')!
+    assert.deepEqual([line.limit, line.route, line.occurrences], ['account', 'POST /token', 1])
+    assert.ok(!logs.raw().includes('secret-person'))
+    assert.equal(h.app.authgate.rateLimiter!.bodyHookFor('GET', '/user'), undefined)
+  })
+})
