@@ -470,10 +470,10 @@ function apikeyChecks(input: DoctorInput, add: (f: Finding) => void, healthStatu
   else if (hosted && !sbff)
     add({
       check: 'apikey',
-      status: 'warn',
+      status: 'info',
       message:
-        'hosted Supabase reads the client IP from Sb-Forwarded-For only: it limits every client through authgate as one',
-      fix: 'AUTHGATE_CLIENT_IP_HEADER=Sb-Forwarded-For and a secret key in AUTHGATE_BACKEND_APIKEY',
+        "hosted Supabase sees authgate as the only client for its per-IP limits (authgate's own limits are per client); Sb-Forwarded-For would need a secret key on every forwarded request (docs/rate-limiting.md)",
+      fix: 'AUTHGATE_CLIENT_IP_HEADER=Sb-Forwarded-For with a secret key in AUTHGATE_BACKEND_APIKEY, if you accept that',
     })
   else if (hosted)
     add({

@@ -180,7 +180,7 @@ describe('authgate doctor checks', () => {
     const hosted = (env: Record<string, string>) =>
       runChecks(input({ env, backend: backend('https://abc.supabase.co/auth/v1', healthy) }))
     assert.equal(find(await hosted({}), 'apikey').status, 'error')
-    assert.equal(find(await hosted({ AUTHGATE_BACKEND_APIKEY: 'sb_publishable_x' }), 'apikey').status, 'warn')
+    assert.equal(find(await hosted({ AUTHGATE_BACKEND_APIKEY: 'sb_publishable_x' }), 'apikey').status, 'info')
     const publishable = await hosted({
       AUTHGATE_BACKEND_APIKEY: 'sb_publishable_x',
       AUTHGATE_CLIENT_IP_HEADER: 'Sb-Forwarded-For',
