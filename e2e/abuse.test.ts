@@ -76,6 +76,22 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
     await backend?.stop()
   })
 
+  it('logs what `authgate doctor` finds at start-up, with the setting that fixes it', async () => {
+    // These replicas are not told their public URL: the issuer cannot be checked.
+    const deadline = Date.now() + 10_000
+    while (!gateways[0]!.logs().includes('doctor: ') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100))
+    const line = gateways[0]!
+      .logs()
+      .split('\n')
+      .find((l) => l.includes('AUTHGATE_PUBLIC_URL is not set'))
+    assert.ok(line, gateways[0]!.logs())
+    const entry = JSON.parse(line) as { level: number; check: string; fix: string }
+    assert.equal(entry.check, 'issuer')
+    assert.equal(entry.level, 40)
+    assert.match(entry.fix, /^AUTHGATE_PUBLIC_URL/)
+  })
+
   const post = (replica: number, path: string, body: unknown, clientIp: string) =>
     fetch(`${gateways[replica % gateways.length]!.url}/auth${path}`, {
       method: 'POST',
