@@ -186,18 +186,21 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
   it('hands Supabase Auth each client’s own IP: its per-IP limit counts two clients as two', async () => {
     const verify = (clientIp: string) =>
       post(0, '/verify', { type: 'email', email: RECOVERY_USERS[39], token: '000000' }, clientIp)
+    // Supabase Auth's limit holds 30 at once and gives one back every 10 s: on a loaded machine a
+    // unit may come back while the 31 are sent, so the client keeps going until it is refused.
     const first: number[] = []
-    for (let i = 0; i < 31; i++) {
+    while (first.length < 40 && first.at(-1) !== 429) {
       const response = await verify('192.0.2.10')
       await response.body?.cancel()
       first.push(response.status)
     }
-    // Supabase Auth answered 30 (a wrong code: 403), then its own limit refused the 31st.
+    // Supabase Auth answered (a wrong code: 403) until its own limit refused this client.
+    assert.equal(first.at(-1), 429, first.join(','))
+    assert.ok(first.length >= 31, first.join(','))
     assert.ok(
-      first.slice(0, 30).every((s) => s === 403),
+      first.slice(0, -1).every((s) => s === 403),
       first.join(','),
     )
-    assert.equal(first[30], 429)
     const second = await verify('192.0.2.11')
     await second.body?.cancel()
     assert.equal(second.status, 403, 'another client is not limited by the first one’s count')

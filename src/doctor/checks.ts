@@ -375,7 +375,7 @@ function limitChecks(
     add({
       check: 'limits',
       status: 'ok',
-      message: `per client IP: ${otp.limit} per ${otp.windowMs / 1000} s on POST /otp${probedLimit !== undefined ? ` (Supabase Auth: ${probedLimit} in a row)` : ''}`,
+      message: `per client IP: ${otp.limit}/${windowText(otp.windowMs)} on POST /otp${probedLimit !== undefined ? ` (Supabase Auth: ${probedLimit} in a row)` : ''}`,
     })
   const b = rl.budgets
   for (const [kind, budget, setting] of [
@@ -424,9 +424,20 @@ function limitChecks(
     add({
       check: 'accounts',
       status: 'ok',
-      message: `per account: ${[...accounts.routes].map(([r, p]) => `${r} ${p.limit}/${p.windowMs / 60000}m`).join(', ')}${token ? '' : ' (password sign-in not limited per account)'}`,
+      message: `per account: ${[...accounts.routes].map(([r, p]) => `${r} ${p.limit}/${windowText(p.windowMs)}`).join(', ')}${token ? '' : ' (password sign-in not limited per account)'}`,
     })
   }
+}
+
+/** `900000` → `15m`, `3600000` → `1h`: a window as a rate is written. */
+function windowText(ms: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+  ] as const)
+    if (ms % size === 0) return `${ms / size}${unit}`
+  return `${ms / 1000}s`
 }
 
 function corsCheck(input: DoctorInput, add: (f: Finding) => void) {

@@ -186,6 +186,19 @@ describe('per-account limits and budgets on the app', () => {
     assert.equal((await h.app.inject(json('/auth/recover', { email: 'q@example.com' }, '203.0.113.1'))).statusCode, 429)
   })
 
+  it('charges sign-ups while the backend cannot say whether it confirms by itself', async (t) => {
+    const h = await harness({ AUTHGATE_EMAIL_BUDGET: '2', AUTHGATE_BUDGET_CLIENT_SHARE: '100%' })
+    h.backend.handler = (_req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' })
+      res.end('{}')
+    }
+    t.after(() => h.close())
+    const signUp = (email: string) =>
+      h.app.inject(json('/auth/signup', { email, password: 'x'.repeat(8) }, '203.0.113.1'))
+    await signUp('a@example.com')
+    assert.equal((await signUp('b@example.com')).statusCode, 429)
+  })
+
   it('charges sign-ups while the backend confirms by message, or cannot say', async (t) => {
     const h = await harness({ AUTHGATE_EMAIL_BUDGET: '2', AUTHGATE_BUDGET_CLIENT_SHARE: '100%' }, {})
     t.after(() => h.close())
