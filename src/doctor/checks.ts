@@ -40,6 +40,13 @@ async function get(input: DoctorInput, path: string, init: { headers?: Record<st
   return { status: response.status, body, headers: response.headers }
 }
 
+/** Why a request failed: undici's `fetch failed` carries the reason (ECONNREFUSED, a timeout) in its cause. */
+function reason(err: unknown): string {
+  const cause = (err as { cause?: unknown }).cause
+  if (cause instanceof Error) return cause.message
+  return err instanceof Error ? err.message : String(err)
+}
+
 /** `https://<ref>.supabase.co/...`: the hosted platform, where the API gateway wants an `apikey`. */
 export function isHostedBackend(url: URL): boolean {
   return /\.supabase\.(co|in|red)$/i.test(url.hostname)
@@ -76,7 +83,7 @@ export async function runChecks(input: DoctorInput): Promise<Finding[]> {
     add({
       check: 'backend',
       status: 'error',
-      message: `Supabase Auth at ${backendUrl} cannot be reached: ${(err as Error).message}`,
+      message: `Supabase Auth at ${backendUrl} cannot be reached: ${reason(err)}`,
       fix: 'AUTHGATE_BACKEND_URL',
     })
     apikeyChecks(input, add, undefined)
@@ -145,7 +152,7 @@ export async function runChecks(input: DoctorInput): Promise<Finding[]> {
       })
     }
   } catch (err) {
-    add({ check: 'settings', status: 'error', message: `/settings failed: ${(err as Error).message}` })
+    add({ check: 'settings', status: 'error', message: `/settings failed: ${reason(err)}` })
   }
   try {
     const answer = await get(input, '/.well-known/jwks.json')
@@ -168,7 +175,7 @@ export async function runChecks(input: DoctorInput): Promise<Finding[]> {
       add({ check: 'keys', status: 'ok', message: `key set readable: ${keys.length} key(s), ${algs.join(', ')}` })
     }
   } catch (err) {
-    add({ check: 'keys', status: 'error', message: `/.well-known/jwks.json failed: ${(err as Error).message}` })
+    add({ check: 'keys', status: 'error', message: `/.well-known/jwks.json failed: ${reason(err)}` })
   }
 
   // 4. Issuer and links against the public URL.
@@ -229,7 +236,7 @@ async function issuerChecks(
       })
     else add({ check: 'issuer', status: 'ok', message: `issuer (discovery and tokens' \`iss\`) is ${publicUrl}` })
   } catch (err) {
-    add({ check: 'issuer', status: 'error', message: `discovery document failed: ${(err as Error).message}` })
+    add({ check: 'issuer', status: 'error', message: `discovery document failed: ${reason(err)}` })
   }
   // OAuth links: the callback a provider sends users back to, as GET /authorize builds it.
   const external = isRecord(settings?.external) ? settings.external : {}
@@ -281,7 +288,7 @@ async function issuerChecks(
         message: `${provider} callback is ${expected}; e-mail links are built from API_EXTERNAL_URL, which must be ${publicUrl} too`,
       })
   } catch (err) {
-    add({ check: 'links', status: 'warn', message: `GET /authorize failed: ${(err as Error).message}` })
+    add({ check: 'links', status: 'warn', message: `GET /authorize failed: ${reason(err)}` })
   }
 }
 
@@ -347,7 +354,7 @@ async function clientIpProbe(input: DoctorInput, add: (f: Finding) => void): Pro
     })
     return refusedAt - 1
   } catch (err) {
-    add({ check: 'client-ip', status: 'warn', message: `the client-IP probe failed: ${(err as Error).message}` })
+    add({ check: 'client-ip', status: 'warn', message: `the client-IP probe failed: ${reason(err)}` })
     return undefined
   }
 }
