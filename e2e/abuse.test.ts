@@ -26,6 +26,7 @@ const BACKEND_EMAILS_PER_HOUR = 10
 describe('abuse protection in front of the real Supabase Auth', { skip: unavailable }, () => {
   let backend: SupabaseAuthServer
   const gateways: GatewayProcess[] = []
+  let env: Record<string, string> = {}
 
   before(async () => {
     const first = await reservePort()
@@ -40,7 +41,7 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
         GOTRUE_RATE_LIMIT_VERIFY: '30',
       },
     })
-    const env = {
+    env = {
       AUTHGATE_TRUSTED_PROXIES: '127.0.0.1/32,::1/128',
       AUTHGATE_REDIS_URL: SHARED_REDIS_URL,
       AUTHGATE_REDIS_KEY_PREFIX: uniquePrefix('e2e-abuse'),
@@ -124,6 +125,19 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
     assert.ok(reachedBackend.every((a) => a.code === 'invalid_credentials'))
     assert.equal(refused.length, 21)
     assert.ok(refused.every((a) => a.code === 'over_request_rate_limit' && a.policy === '"account";q=10;w=900'))
+    // Redis holds the account's bucket under an HMAC: no address in any key or value.
+    const { Redis } = await import('ioredis')
+    const redis = new Redis(SHARED_REDIS_URL)
+    try {
+      const keys = await redis.keys(`${env.AUTHGATE_REDIS_KEY_PREFIX}*`)
+      const accountKeys = keys.filter((k) => k.includes('acct|/token|'))
+      assert.equal(accountKeys.length, 1, keys.join(' '))
+      assert.match(accountKeys[0]!, /acct\|\/token\|[A-Za-z0-9_-]{22}$/)
+      const values = await Promise.all(keys.map((k) => redis.get(k)))
+      assert.ok(![...keys, ...values].some((v) => v?.includes('example.com')))
+    } finally {
+      redis.disconnect()
+    }
     // The account is held, not the addresses: another account from the same addresses goes through.
     const other = await post(
       0,
