@@ -46,6 +46,11 @@ export interface CoreConfig {
   maxRequestsPerSocket: number
   /** Lower case. */
   requestIdHeader: string
+  /**
+   * Lower case: the header that carries the one client IP to Supabase Auth (its
+   * GOTRUE_RATE_LIMIT_HEADER; `sb-forwarded-for` on the hosted platform).
+   */
+  clientIpHeader: string
   metricsPath: string | false
   /** Serve the metrics on their own listener on this port instead of the main one. */
   metricsPort: number | undefined
@@ -258,6 +263,7 @@ const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
   keepAliveTimeoutMs: 'AUTHGATE_KEEP_ALIVE_TIMEOUT',
   maxRequestsPerSocket: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET',
   requestIdHeader: 'AUTHGATE_REQUEST_ID_HEADER',
+  clientIpHeader: 'AUTHGATE_CLIENT_IP_HEADER',
   metricsPath: 'AUTHGATE_METRICS_PATH',
   metricsPort: 'AUTHGATE_METRICS_PORT',
   livenessPath: 'AUTHGATE_LIVENESS_PATH',
@@ -303,6 +309,7 @@ function fromEnv(env: Env): CoreConfigInput {
   each('keepAliveTimeoutMs', duration)
   each('maxRequestsPerSocket', int(0, 1_000_000))
   each('requestIdHeader', parseHeaderName)
+  each('clientIpHeader', parseHeaderName)
   each('metricsPath', pathOrOff)
   each('metricsPort', int(0, 65535))
   each('livenessPath', pathOrOff)
@@ -431,6 +438,7 @@ function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: s
       out = parseDisabledGroups(name, list())
       break
     case 'requestIdHeader':
+    case 'clientIpHeader':
       out = parseHeaderName(name, text())
       break
     case 'metricsPath':

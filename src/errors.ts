@@ -14,6 +14,9 @@ export const ERRORS = {
   not_found: { status: 404, message: 'No route matches this request' },
   method_not_allowed: { status: 405, message: 'This method is not allowed on this path' },
   over_request_rate_limit: { status: 429, message: 'Request rate limit reached' },
+  // Supabase Auth's codes for its e-mail and SMS budgets: authgate's budgets answer first (docs/rate-limiting.md).
+  over_email_send_rate_limit: { status: 429, message: 'Email rate limit exceeded' },
+  over_sms_send_rate_limit: { status: 429, message: 'SMS rate limit exceeded' },
   no_authorization: { status: 401, message: 'This endpoint requires a valid Bearer token' },
   bad_authorization_header: { status: 400, message: 'The Authorization header must be "Bearer <access token>"' },
   bad_jwt: { status: 401, message: 'The access token is invalid or has expired' },

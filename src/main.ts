@@ -9,6 +9,8 @@ import { loadServiceSettings, type ServiceSettings } from './settings.ts'
 import { installShutdown } from './shutdown.ts'
 
 const USAGE = `Usage: authgate              (configuration from the environment)
+       authgate doctor [--json] [--no-probe]
+                             (checks authgate and Supabase Auth together; exit 1 on an error)
        authgate --help       (this text and every setting)
        authgate --version
 `
@@ -19,6 +21,19 @@ ${USAGE}
 Settings (environment variables; durations need a unit: 500ms, 10s, 5m, 1h):
 
 ${settingsHelp()}`
+
+/** The settings from the environment; a configuration error ends the process with status 2. */
+function configured(): ServiceSettings {
+  try {
+    return readSettings(process.env, loadServiceSettings)
+  } catch (err) {
+    if (err instanceof AuthgateConfigError) {
+      process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
+      process.exit(2)
+    }
+    throw err
+  }
+}
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2)
@@ -31,6 +46,12 @@ async function main(): Promise<void> {
     process.stdout.write(`${pkg.version}\n`)
     return
   }
+  if (args[0] === 'doctor') {
+    const settings = configured()
+    const { runDoctor } = await import('./doctor/run.ts')
+    process.exitCode = await runDoctor(args.slice(1), settings, (text) => process.stdout.write(text))
+    return
+  }
   // Settings come only from the environment: anything on the command line is a mistake (a typo of
   // --help must not start a service on 0.0.0.0).
   if (args.length > 0) {
@@ -38,16 +59,7 @@ async function main(): Promise<void> {
     process.stderr.write(`authgate: unknown argument ${JSON.stringify(unknown)}\n${USAGE}`)
     process.exit(2)
   }
-  let settings: ServiceSettings
-  try {
-    settings = readSettings(process.env, loadServiceSettings)
-  } catch (err) {
-    if (err instanceof AuthgateConfigError) {
-      process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
-      process.exit(2)
-    }
-    throw err
-  }
+  const settings = configured()
   const { core: config, rateLimit, openapi, workers } = settings
   if (workers > 1 && cluster.isPrimary) {
     const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
@@ -99,6 +111,12 @@ async function main(): Promise<void> {
     process.exit(1)
   }
   app.log.info({ address, backend: config.backendUrl.href, prefix: config.prefix || '/' }, 'authgate ready')
+  // What `authgate doctor` finds (without its probe), as warnings where operators look; once per
+  // deployment, not per worker.
+  if (!cluster.isWorker || cluster.worker?.id === 1) {
+    const { logStartupFindings } = await import('./doctor/run.ts')
+    void logStartupFindings({ core: config, rateLimit, publicUrl: settings.publicUrl }, app.log)
+  }
 }
 
 main().catch((err) => {

@@ -10,6 +10,7 @@ import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
+import { autoconfirmLookup } from './ratelimit/autoconfirm.ts'
 import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'
 
@@ -27,6 +28,7 @@ export type GatewayConfig = Pick<
   | 'disabledGroups'
   | 'corsOrigins'
   | 'requestIdHeader'
+  | 'clientIpHeader'
 >
 
 export interface AuthgatePluginOptions {
@@ -90,6 +92,7 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
     connectTimeoutMs: config.backendConnectTimeoutMs,
     connections: config.backendConnections,
     requestIdHeader: config.requestIdHeader,
+    clientIpHeader: config.clientIpHeader,
   })
   const forwarder = new Forwarder({
     backend,
@@ -99,11 +102,10 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
   const rateLimiter =
     options.rateLimit === false
       ? undefined
-      : createRateLimiter(
-          options.rateLimit ?? loadRateLimitSettings(),
-          app.log,
-          options.rateLimitStore ? { store: options.rateLimitStore } : {},
-        )
+      : createRateLimiter(options.rateLimit ?? loadRateLimitSettings(), app.log, {
+          ...(options.rateLimitStore ? { store: options.rateLimitStore } : {}),
+          autoconfirms: autoconfirmLookup(backend),
+        })
   app.decorate('authgate', { config, backend, forwarder, rateLimiter })
   app.addHook('onClose', async () => {
     await backend.close()
@@ -128,7 +130,12 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
         prefix: config.prefix,
         forwarder,
         routes,
-        ...(rateLimiter ? { rateLimitHook: (route) => rateLimiter.hookFor(route.method, route.path) } : {}),
+        ...(rateLimiter
+          ? {
+              rateLimitHook: (route) => rateLimiter.hookFor(route.method, route.path),
+              bodyLimitHook: (route) => rateLimiter.bodyHookFor(route.method, route.path),
+            }
+          : {}),
       })
     },
     { prefix: config.prefix },

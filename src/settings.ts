@@ -16,6 +16,8 @@ export interface ServiceSettings {
   rateLimit: RateLimitConfig
   openapi: OpenApiOptions
   workers: number
+  /** AUTHGATE_PUBLIC_URL: where clients reach the auth routes (`authgate doctor` checks links against it). */
+  publicUrl: string | undefined
 }
 
 /** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
@@ -35,11 +37,27 @@ export function loadWorkerCount(env: Env = {}): number {
   return Number(raw)
 }
 
+/** AUTHGATE_PUBLIC_URL, without a trailing slash. */
+export function loadPublicUrl(env: Env = {}): string | undefined {
+  const raw = env.AUTHGATE_PUBLIC_URL?.trim()
+  if (raw === undefined || raw === '') return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new AuthgateConfigError('AUTHGATE_PUBLIC_URL', `not a URL: ${JSON.stringify(raw)}`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new AuthgateConfigError('AUTHGATE_PUBLIC_URL', `must be http or https, got ${url.protocol}`)
+  return raw.replace(/\/+$/, '')
+}
+
 export function loadServiceSettings(env: Env): ServiceSettings {
   return {
     core: loadCoreConfig(env),
     rateLimit: loadRateLimitSettings(env),
     openapi: loadOpenApiConfig(env),
     workers: loadWorkerCount(env),
+    publicUrl: loadPublicUrl(env),
   }
 }

@@ -18,6 +18,11 @@ export interface MountOptions {
   routes: readonly AuthRoute[]
   /** Rate-limit hook per route (undefined: not limited). */
   rateLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
+  /**
+   * Per-account limit and message budgets per route (undefined: none): keyed from the validated
+   * body, so they run as a preHandler, after validation.
+   */
+  bodyLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
 }
 
 declare module 'fastify' {
@@ -174,6 +179,11 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
   const guards = new Map<string, { method: HttpMethod; url: string; routes: AuthRoute[] }>()
   for (const route of options.routes) {
     const limiter = options.rateLimitHook?.(route)
+    const bodyLimiter = options.bodyLimitHook?.(route)
+    const preHandlers = [
+      ...(route.requiredByQuery ? [queryRequirementsHook(route)] : []),
+      ...(bodyLimiter ? [bodyLimiter] : []),
+    ]
     scope.route({
       method: route.method,
       url: fastifyUrl(route.path),
@@ -182,9 +192,10 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
       config: { authRoute: route },
       ...(limiter ? { onRequest: limiter } : {}),
       preValidation: route.queryChecked ? [queryHook(route), bodyHook(route)] : bodyHook(route),
-      ...(route.requiredByQuery ? { preHandler: queryRequirementsHook(route) } : {}),
+      // The query's requirements first: a body refused for them spends no account budget.
+      ...(preHandlers.length > 0 ? { preHandler: preHandlers } : {}),
       handler: forwardHandler(route, options),
-      schema: routeSchema(route, limiter !== undefined),
+      schema: routeSchema(route, limiter !== undefined || bodyLimiter !== undefined),
     } satisfies RouteOptions)
 
     const brace = route.path.indexOf('{')

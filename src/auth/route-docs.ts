@@ -1,3 +1,4 @@
+import { MESSAGE_ROUTES } from '../ratelimit/abuse-config.ts'
 import { ERRORS, ErrorSchema } from '../errors.ts'
 import { answersOf } from './backend-answers.ts'
 import { describeRequirements } from './query-requirements.ts'
@@ -97,6 +98,11 @@ export function errorCodes(route: AuthRoute, limited: boolean): Map<number, Stat
   for (const answer of answersOf(routeName(route))) at(answer.status).gateway.add(answer.code)
   for (const r of route.requiredByQuery ?? []) at(r.answer.status).gateway.add(r.answer.code)
   if (limited) gateway('over_request_rate_limit')
+  // The e-mail and SMS budgets answer in Supabase Auth's own codes (docs/rate-limiting.md).
+  if (limited && MESSAGE_ROUTES.includes(routeName(route))) {
+    gateway('over_email_send_rate_limit')
+    gateway('over_sms_send_rate_limit')
+  }
   gateway('unexpected_failure')
   gateway('backend_unreachable')
   gateway('request_timeout')
@@ -108,8 +114,10 @@ const list = (codes: Iterable<string>) => [...codes].map((c) => `\`${c}\``).join
 function statusDescription(status: number, codes: StatusCodes, route: AuthRoute, limited: boolean): string {
   const from: string[] = []
   if (status === 429 && limited) {
-    const own =
-      "authgate's own limit (`over_request_rate_limit`, with `Retry-After` and `RateLimit` headers; Supabase Auth was not contacted)"
+    const budgets = MESSAGE_ROUTES.includes(routeName(route))
+      ? '; its e-mail and SMS budgets: `over_email_send_rate_limit`, `over_sms_send_rate_limit`'
+      : ''
+    const own = `authgate's own limits (per client or account: \`over_request_rate_limit\`${budgets}; with \`Retry-After\` and \`RateLimit\` headers; Supabase Auth was not contacted)`
     return codes.backend.size > 0
       ? `Too many requests: ${own}, or Supabase Auth's limiter (${list(codes.backend)}; no \`Retry-After\`)`
       : `Too many requests: ${own}`

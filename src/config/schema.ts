@@ -252,6 +252,67 @@ export const SETTINGS: readonly Setting[] = [
     default: '500000',
     meaning: 'memory store: most buckets held at once',
   },
+  // Abuse protection
+  {
+    name: 'AUTHGATE_ACCOUNT_RATE_LIMIT',
+    group: 'Abuse protection',
+    default: '10/15m',
+    meaning:
+      'per-account rate of password sign-in (`POST /token?grant_type=password`) and `POST /signup`, whatever the client IP: the account is the e-mail or phone of the body, as an HMAC',
+  },
+  {
+    name: 'AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT',
+    group: 'Abuse protection',
+    default: '5/1h',
+    meaning: 'per-account rate of the routes that send a message: `POST /otp`, `/magiclink`, `/recover`, `/resend`',
+  },
+  {
+    name: 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES',
+    group: 'Abuse protection',
+    defaultText: 'none',
+    meaning:
+      'per-route per-account rates, `METHOD /template=RATE` or `=off`, comma separated (routes: `POST /token`, `/signup`, `/otp`, `/magiclink`, `/recover`, `/resend`)',
+  },
+  {
+    name: 'AUTHGATE_ACCOUNT_KEY_SECRET',
+    group: 'Abuse protection',
+    defaultText: 'random per process',
+    meaning:
+      'secret of the HMAC that turns an e-mail or phone into a rate-limit key (at least 32 characters); the same on every replica sharing a Redis',
+  },
+  {
+    name: 'AUTHGATE_EMAIL_BUDGET',
+    group: 'Abuse protection',
+    default: '30',
+    meaning:
+      "Supabase Auth's e-mail budget per hour as set in its `GOTRUE_RATE_LIMIT_EMAIL_SENT`: authgate lets at most this many e-mail-sending requests through in any hour, cluster-wide, and answers 429 first; `off` for none",
+  },
+  {
+    name: 'AUTHGATE_SMS_BUDGET',
+    group: 'Abuse protection',
+    default: '30',
+    meaning: "the same for SMS, as set in Supabase Auth's `GOTRUE_RATE_LIMIT_SMS_SENT`; `off` for none",
+  },
+  {
+    name: 'AUTHGATE_BUDGET_CLIENT_SHARE',
+    group: 'Abuse protection',
+    default: '20%',
+    meaning: 'most of each budget one client IP may spend (`100%`: no share limit)',
+  },
+  {
+    name: 'AUTHGATE_CLIENT_IP_HEADER',
+    group: 'Abuse protection',
+    default: 'X-Forwarded-For',
+    meaning:
+      "the header that carries the client IP to Supabase Auth (one value); set Supabase Auth's `GOTRUE_RATE_LIMIT_HEADER` to the same name. Hosted Supabase: `Sb-Forwarded-For`, with a secret key in `AUTHGATE_BACKEND_APIKEY`",
+  },
+  {
+    name: 'AUTHGATE_PUBLIC_URL',
+    group: 'Abuse protection',
+    defaultText: 'none',
+    meaning:
+      "the URL clients reach authgate's auth routes at (origin and prefix, e.g. `https://api.example.com/auth`): `authgate doctor` checks Supabase Auth's issuer and links against it",
+  },
   // Documentation
   {
     name: 'AUTHGATE_OPENAPI_PATH',

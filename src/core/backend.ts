@@ -18,6 +18,11 @@ export interface BackendOptions {
   connections: number
   /** The header the request id travels in (Supabase Auth logs it with GOTRUE_API_REQUEST_ID_HEADER). */
   requestIdHeader?: string | undefined
+  /**
+   * The header the client IP travels in: what Supabase Auth limits per IP by
+   * (GOTRUE_RATE_LIMIT_HEADER), `sb-forwarded-for` on the hosted platform. Default `x-forwarded-for`.
+   */
+  clientIpHeader?: string | undefined
 }
 
 export interface ResolvedBackendOptions extends BackendOptions {
@@ -46,7 +51,7 @@ export function normaliseBackendUrl(option: string, raw: URL | string): URL {
 /** A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session check, key set). */
 export type BackendFetch = (
   url: string | URL,
-  init?: { headers?: Record<string, string> | Headers; signal?: AbortSignal },
+  init?: { method?: string; body?: string; headers?: Record<string, string> | Headers; signal?: AbortSignal },
 ) => Promise<Response>
 
 /**
@@ -62,7 +67,7 @@ export class SupabaseAuthClient {
   readonly #pool: Pool
   /** Header pairs set on every request (the `apikey`), flat as undici takes them. */
   readonly fixedHeaders: readonly string[]
-  /** Lower-case names of client headers this client replaces (the request id, the `apikey`). */
+  /** Lower-case names of client headers this client replaces (the request id, the `apikey`, the client-IP header). */
   readonly replacedHeaders: readonly string[]
 
   constructor(options: BackendOptions) {
@@ -77,9 +82,12 @@ export class SupabaseAuthClient {
       connectTimeout: options.connectTimeoutMs,
     })
     this.fixedHeaders = options.apiKey !== undefined ? ['apikey', options.apiKey] : []
+    const ipHeader = options.clientIpHeader?.toLowerCase()
     this.replacedHeaders = [
       ...(options.requestIdHeader !== undefined ? [options.requestIdHeader.toLowerCase()] : []),
       ...(options.apiKey !== undefined ? ['apikey'] : []),
+      // A client's own copy of the client-IP header never reaches the backend.
+      ...(ipHeader !== undefined && ipHeader !== 'x-forwarded-for' ? [ipHeader] : []),
     ]
   }
 
@@ -102,6 +110,8 @@ export class SupabaseAuthClient {
     new Headers(init.headers).forEach((value, name) => (headers[name] = value))
     if (this.options.apiKey !== undefined) headers.apikey = this.options.apiKey
     return undiciFetch(url, {
+      ...(init.method !== undefined ? { method: init.method } : {}),
+      ...(init.body !== undefined ? { body: init.body } : {}),
       headers,
       dispatcher: this.#pool,
       // A redirect is the backend's answer to report, never one to follow from here.

@@ -109,6 +109,22 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
         })
       },
     })
+    // Which limit answered, where: client (per IP), account, and the e-mail and SMS budgets (and a
+    // client's share of them). Route and limit only: never who.
+    const deniedSeen = new Map<string, number>()
+    new Counter({
+      name: 'authgate_rate_limit_denied_total',
+      help: 'Requests refused by a limit, by limit (client, account, email_budget, email_budget_client, sms_budget, sms_budget_client) and route',
+      labelNames: ['limit', 'route'] as const,
+      registers: [registry],
+      collect() {
+        for (const [key, count] of limiter.counters.deniedBy) {
+          const [limit, route] = key.split('\t') as [string, string]
+          this.inc({ limit, route }, count - (deniedSeen.get(key) ?? 0))
+          deniedSeen.set(key, count)
+        }
+      },
+    })
     const store = limiter.store
     const status = store.status?.bind(store)
     if (status) {

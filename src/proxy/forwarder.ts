@@ -62,6 +62,7 @@ export class Forwarder {
   readonly #timeoutMs: number
   readonly #cache: ResponseCache | undefined
   readonly #requestIdHeader: string | undefined
+  readonly #clientIpHeader: string
   readonly #ownCors: boolean
   // While the backend is down every request fails the same way: one line per kind and 10 s, and
   // at the end of those 10 s a line with how many more there were.
@@ -80,6 +81,7 @@ export class Forwarder {
     this.#timeoutMs = options.backend.options.timeoutMs
     this.#cache = options.cache === false ? undefined : new ResponseCache(options.cache ?? { defaultTtlMs: 10_000 })
     this.#requestIdHeader = options.backend.options.requestIdHeader
+    this.#clientIpHeader = options.backend.options.clientIpHeader?.toLowerCase() ?? 'x-forwarded-for'
     this.#ownCors = options.ownCors ?? false
   }
 
@@ -165,6 +167,7 @@ export class Forwarder {
     const own = this.#backend.fixedHeaders
     return outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
       clientIp: clientIp(request),
+      clientIpHeader: this.#clientIpHeader,
       host: request.headers.host,
       proto: request.protocol,
       replaced: target.headers

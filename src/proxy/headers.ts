@@ -24,7 +24,8 @@ export const HOP_BY_HOP = new Set([
  * - expect: the gateway has already read the body (undici also refuses it);
  * - x-forwarded-*, forwarded, x-real-ip: a client could spoof its identity or the link host
  *   (one derived client IP is sent instead: docs/decisions.md, D4);
- * - sb-forwarded-for: Supabase Auth would prefer it over everything for client IP and rate limits;
+ * - sb-forwarded-for: Supabase Auth would prefer it over everything for client IP and rate limits
+ *   (authgate sets it itself when configured to carry the client IP in it);
  * - x-jwt-aud: changes the audience Supabase Auth resolves users in (it is read from the request by Supabase Auth).
  */
 export const STRIPPED_REQUEST = new Set([
@@ -55,6 +56,8 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
 
 export interface ForwardedIdentity {
   clientIp: string
+  /** Another header the client IP travels in besides `x-forwarded-for` (lower case). */
+  clientIpHeader?: string | undefined
   host?: string | undefined
   proto?: string | undefined
   /** Headers the gateway sets itself (request id, a configured apikey): the client's are dropped. */
@@ -82,7 +85,11 @@ export function outboundRequestHeaders(
     if (replaced !== undefined && replaced.includes(lower)) continue
     out.push(name, rawHeaders[i + 1]!)
   }
+  // One value, so Supabase Auth's left-most pick is the IP authgate decided on; in a header of
+  // the operator's choosing too (the client's own copy is among `replaced`).
   out.push('x-forwarded-for', id.clientIp)
+  if (id.clientIpHeader !== undefined && id.clientIpHeader !== 'x-forwarded-for')
+    out.push(id.clientIpHeader, id.clientIp)
   if (id.host) out.push('x-forwarded-host', id.host)
   if (id.proto) out.push('x-forwarded-proto', id.proto)
   if (id.set !== undefined) for (const v of id.set) out.push(v)

@@ -2,6 +2,7 @@ import { parseRouteKey } from '../auth/routes/id.ts'
 import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
+import { loadAccountLimits, loadBudgets, type AccountLimitConfig, type BudgetConfig } from './abuse-config.ts'
 import { parseRate, samePolicy, type RateLimitPolicy } from './policy.ts'
 import { parseRedisUrl } from './redis-url.ts'
 
@@ -27,6 +28,10 @@ export interface RateLimitConfig {
   ipv6PrefixLength: number
   /** Memory store only: most buckets held at once; the least recently seen go first. */
   memoryMaxKeys: number
+  /** Limits per account (e-mail or phone of the body), besides per client; absent: none. */
+  accounts?: AccountLimitConfig | undefined
+  /** Cluster-wide e-mail and SMS budgets mirroring Supabase Auth's; absent: none. */
+  budgets?: BudgetConfig | undefined
 }
 
 export const DEFAULT_RATE = settingValue({}, 'AUTHGATE_RATE_LIMIT')!
@@ -150,6 +155,8 @@ export function loadRateLimitConfig(
       1000,
       100_000_000,
     ),
+    accounts: loadAccountLimits(env),
+    budgets: loadBudgets(env),
   }
 }
 

@@ -9,6 +9,11 @@ import { MemoryStore } from './memory-store.ts'
 import { RedisStore } from './redis-store.ts'
 import type { Decision, RateLimitStore } from './store.ts'
 import { warnAtMostEvery } from './throttled-warning.ts'
+import { throttle } from '../observability/log-throttle.ts'
+import { ACCOUNT_ROUTES, MESSAGE_ROUTES, type Budget } from './abuse-config.ts'
+import { accountIdentifier, accountKeyer, messageChannel } from './account-key.ts'
+import type { RateLimitPolicy } from './policy.ts'
+import type { ErrorCode } from '../errors.ts'
 
 export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 
@@ -21,11 +26,22 @@ export interface RateLimitCounters {
   failedOpen: number
   /** ... or answered 429 (=closed). */
   failedClosed: number
+  /** Denials by `limit\troute` (limit: client, account, email_budget, email_budget_client, sms_budget, sms_budget_client). */
+  deniedBy: Map<string, number>
 }
+
+/** Which of authgate's limits answered a 429 (the `limit` of the log line and the metric). */
+export type LimitKind =
+  'client' | 'account' | 'email_budget' | 'email_budget_client' | 'sms_budget' | 'sms_budget_client'
 
 export interface RateLimiter {
   /** onRequest hook for a route, or undefined when that route is not limited. */
   hookFor(method: string, template: string): RateLimitHook | undefined
+  /**
+   * preHandler hook for a route (after body validation): the per-account limit and the e-mail and
+   * SMS budgets, keyed from the validated body; undefined when none applies to the route.
+   */
+  bodyHookFor(method: string, template: string): RateLimitHook | undefined
   /** Live counters (read them; do not write). */
   readonly counters: Readonly<RateLimitCounters>
   readonly store: RateLimitStore
@@ -41,6 +57,12 @@ export interface RateLimiter {
 export interface RateLimiterOptions {
   /** Use this store instead of the one the configuration selects (tests, custom backends). */
   store?: RateLimitStore
+  /**
+   * Whether Supabase Auth confirms sign-ups of a channel without a message (`/settings`
+   * `mailer_autoconfirm`, `phone_autoconfirm`); undefined when unknown. A sign-up it confirms
+   * sends nothing and draws on no budget.
+   */
+  autoconfirms?: (channel: 'email' | 'sms') => Promise<boolean | undefined>
 }
 
 type Logger = Pick<FastifyBaseLogger, 'warn' | 'info'>
@@ -72,8 +94,25 @@ export function createRateLimiter(
   logger: Logger,
   options: RateLimiterOptions = {},
 ): RateLimiter {
-  const counters: RateLimitCounters = { allowed: 0, denied: 0, storeErrors: 0, failedOpen: 0, failedClosed: 0 }
+  const counters: RateLimitCounters = {
+    allowed: 0,
+    denied: 0,
+    storeErrors: 0,
+    failedOpen: 0,
+    failedClosed: 0,
+    deniedBy: new Map(),
+  }
   const warn = warnAtMostEvery(10_000, logger)
+  // One line per limit and route at most every 10 s, with the count it stands for: which limit
+  // answered where, never who (no address, no account).
+  const denialLines = throttle(10_000, { maxKeys: 200 })
+  const denied = (limit: LimitKind, route: string) => {
+    counters.denied++
+    const key = `${limit}\t${route}`
+    counters.deniedBy.set(key, (counters.deniedBy.get(key) ?? 0) + 1)
+    const line = denialLines.take(key)
+    if (line.write) logger.info({ limit, route, occurrences: line.occurrences }, 'rate limit reached')
+  }
   let degraded = false
   const store =
     options.store ??
@@ -94,9 +133,10 @@ export function createRateLimiter(
     const bucket = bucketName(template) + '|'
     const policyValue = policyHeader(policy)
     const prefixLength = config.ipv6PrefixLength
+    const route = routeKey(method, template)
 
     const deny = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => {
-      counters.denied++
+      denied('client', route)
       const current = wantsNewErrorShape(request.headers['x-supabase-api-version'])
       varyOrigin(reply)
       return reply
@@ -152,8 +192,109 @@ export function createRateLimiter(
     }
   }
 
+  const accounts = config.accounts
+  const budgets = config.budgets
+  const keyOf = accounts ? accountKeyer(accounts.secret) : undefined
+
+  /**
+   * One decision of a body hook: true when it answered (429), false when the request goes on
+   * (allowed, or let through by the failure policy). Not the reply itself: a reply is thenable,
+   * and awaiting it would wait for the answer to be sent.
+   */
+  async function check(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    key: string,
+    policy: RateLimitPolicy,
+    refusal: { limit: LimitKind; route: string; code: ErrorCode; message: string },
+  ): Promise<boolean> {
+    let decision: Decision
+    try {
+      decision = store.takeSync ? store.takeSync(key, policy) : await store.take(key, policy)
+    } catch (err) {
+      counters.storeErrors++
+      degraded = true
+      warn(
+        err,
+        closed
+          ? 'rate-limit store unavailable: refusing limited requests (fail-closed)'
+          : 'rate-limit store unavailable: allowing limited requests (fail-open)',
+      )
+      if (!closed) {
+        counters.failedOpen++
+        return false
+      }
+      counters.failedClosed++
+      sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
+      return true
+    }
+    if (decision.allowed) {
+      counters.allowed++
+      return false
+    }
+    denied(refusal.limit, refusal.route)
+    sendError(request, reply, refusal.code, refusal.message, {
+      'RateLimit-Policy': policyHeader(policy),
+      RateLimit: rateLimitHeader(policy, decision),
+      'Retry-After': String(retryAfterSeconds(decision)),
+    })
+    return true
+  }
+
+  function bodyHookFor(method: string, template: string): RateLimitHook | undefined {
+    const route = routeKey(method, template)
+    const accountPolicy = route in ACCOUNT_ROUTES ? accounts?.routes.get(route) : undefined
+    const sendsMessages = MESSAGE_ROUTES.includes(route) && (budgets?.email !== undefined || budgets?.sms !== undefined)
+    if (accountPolicy === undefined && !sendsMessages) return undefined
+    const accountBucket = 'acct|' + bucketName(template) + '|'
+    const passwordOnly = route === 'POST /token'
+    const signUp = route === 'POST /signup'
+    const prefixLength = config.ipv6PrefixLength
+
+    return async function abuseLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+      if (accountPolicy !== undefined && keyOf !== undefined) {
+        const grant = (request.query as Record<string, unknown> | undefined)?.grant_type
+        const identifier = passwordOnly && grant !== 'password' ? undefined : accountIdentifier(request.body)
+        if (identifier !== undefined) {
+          const refused = await check(request, reply, accountBucket + keyOf(identifier), accountPolicy, {
+            limit: 'account',
+            route,
+            code: 'over_request_rate_limit',
+            message: 'Too many requests for this account; try again later',
+          })
+          if (refused) return reply
+        }
+      }
+      if (!sendsMessages) return undefined
+      const channel = messageChannel(request.body)
+      const budget: Budget | undefined =
+        channel === 'sms' ? budgets?.sms : channel === 'email' ? budgets?.email : undefined
+      if (budget === undefined || channel === undefined) return undefined
+      if (signUp && (await options.autoconfirms?.(channel)) === true) return undefined
+      const what = channel === 'sms' ? 'SMS' : 'e-mail'
+      const code: ErrorCode = channel === 'sms' ? 'over_sms_send_rate_limit' : 'over_email_send_rate_limit'
+      // The client's share first: a client over it must not spend the budget everyone shares.
+      const client = clientKey(clientIp(request), prefixLength)
+      const overShare = await check(request, reply, `budget|${channel}|client|${client}`, budget.clientPolicy, {
+        limit: `${channel}_budget_client`,
+        route,
+        code,
+        message: `This client has sent its share of ${what === 'SMS' ? 'SMS' : 'e-mails'} for now; try again later`,
+      })
+      if (overShare) return reply
+      const overBudget = await check(request, reply, `budget|${channel}`, budget.policy, {
+        limit: `${channel}_budget`,
+        route,
+        code,
+        message: `The ${what} budget is spent for now; try again later`,
+      })
+      return overBudget ? reply : undefined
+    }
+  }
+
   return {
     hookFor,
+    bodyHookFor,
     counters,
     store,
     async ready(timeoutMs = 2000) {

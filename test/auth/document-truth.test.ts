@@ -80,7 +80,8 @@ describe('statuses: every status Supabase Auth answers, with its codes', () => {
 
   test("429 on a limited route names both limits; the backend's own limit elsewhere", () => {
     const limited = op('POST', '/signup').responses['429'].description
-    assert.match(limited, /authgate's own limit .*Supabase Auth was not contacted/)
+    assert.match(limited, /authgate's own limits .*Supabase Auth was not contacted/)
+    assert.match(limited, /e-mail and SMS budgets: `over_email_send_rate_limit`/)
     assert.match(limited, /or Supabase Auth's limiter \(`over_request_rate_limit`/)
     const verify = op('POST', '/verify').responses['429'].description
     assert.doesNotMatch(verify, /not contacted/)

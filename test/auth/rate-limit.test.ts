@@ -75,6 +75,10 @@ describe('rate limiting on the mounted routes (memory store)', () => {
     const rl = loadRateLimitSettings({
       AUTHGATE_RATE_LIMITED_ROUTES: 'PATCH /passkeys/{id},DELETE /passkeys/{id}',
       AUTHGATE_RATE_LIMIT: '3/1m',
+      // The per-account limit and the e-mail budget are not per-IP limits: off, so the last check
+      // sees the per-IP list alone.
+      AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /recover=off',
+      AUTHGATE_EMAIL_BUDGET: 'off',
     })
     const h = await withFakeBackend({}, { rateLimit: rl })
     try {

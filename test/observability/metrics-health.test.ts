@@ -90,12 +90,14 @@ describe('metrics after a mixed run', () => {
     )
     assert.equal(sample(text, 'authgate_backend_errors_total', { kind: 'timeout' }), 1)
     assert.equal(sample(text, 'authgate_backend_errors_total', { kind: 'unreachable' }), 0)
-    assert.equal(sample(text, 'authgate_rate_limit_decisions_total', { decision: 'allowed' }), 2)
+    // Two sign-ins let through, each by two decisions: per client IP and per account.
+    assert.equal(sample(text, 'authgate_rate_limit_decisions_total', { decision: 'allowed' }), 4)
     assert.equal(sample(text, 'authgate_rate_limit_decisions_total', { decision: 'denied' }), 1)
+    assert.equal(sample(text, 'authgate_rate_limit_denied_total', { limit: 'client', route: 'POST /token' }), 1)
     assert.ok(sample(text, 'authgate_http_request_duration_seconds_count', { route: '/auth/settings' }) === 3)
     // A second scrape does not double the limiter's counts.
     const again = (await app.inject({ method: 'GET', url: '/metrics' })).body
-    assert.equal(sample(again, 'authgate_rate_limit_decisions_total', { decision: 'allowed' }), 2)
+    assert.equal(sample(again, 'authgate_rate_limit_decisions_total', { decision: 'allowed' }), 4)
     assert.equal(sample(again, 'authgate_redis_up'), undefined, 'no Redis configured')
   })
 })

@@ -1,0 +1,72 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { CoreConfig } from '../config.ts'
+import { SupabaseAuthClient } from '../core/backend.ts'
+import type { RateLimitConfig } from '../ratelimit/config.ts'
+import { runChecks } from './checks.ts'
+import { formatFindings, hasError, type Finding } from './findings.ts'
+
+export interface DoctorSettings {
+  core: CoreConfig
+  rateLimit: RateLimitConfig | undefined
+  publicUrl: string | undefined
+}
+
+function clientFor(core: CoreConfig): SupabaseAuthClient {
+  return new SupabaseAuthClient({
+    url: core.backendUrl,
+    apiKey: core.backendApiKey,
+    timeoutMs: core.backendTimeoutMs,
+    connectTimeoutMs: core.backendConnectTimeoutMs,
+    connections: 4,
+    requestIdHeader: core.requestIdHeader,
+    clientIpHeader: core.clientIpHeader,
+  })
+}
+
+/** The checks with a client of their own, closed afterwards. */
+export async function diagnose(settings: DoctorSettings, probe: boolean): Promise<Finding[]> {
+  const backend = clientFor(settings.core)
+  try {
+    return await runChecks({
+      config: settings.core,
+      rateLimit: settings.rateLimit,
+      publicUrl: settings.publicUrl,
+      backend,
+      probe,
+    })
+  } finally {
+    await backend.close()
+  }
+}
+
+/** `authgate doctor [--json] [--no-probe]`: prints the findings; resolves to the exit status (1 on an error). */
+export async function runDoctor(
+  args: readonly string[],
+  settings: DoctorSettings,
+  out: (text: string) => void,
+): Promise<number> {
+  const unknown = args.find((a) => a !== '--json' && a !== '--no-probe')
+  if (unknown !== undefined) {
+    out(`authgate doctor: unknown argument ${JSON.stringify(unknown)} (use --json, --no-probe)\n`)
+    return 2
+  }
+  const findings = await diagnose(settings, !args.includes('--no-probe'))
+  if (args.includes('--json')) out(JSON.stringify({ ok: !hasError(findings), findings }, null, 2) + '\n')
+  else out(formatFindings(findings))
+  return hasError(findings) ? 1 : 0
+}
+
+/**
+ * The same checks at start-up (without the probe, which spends requests): every warning and error
+ * as a log line, so a misconfiguration shows where operators look. Never throws.
+ */
+export async function logStartupFindings(settings: DoctorSettings, log: Pick<FastifyBaseLogger, 'warn' | 'error'>) {
+  try {
+    for (const f of await diagnose(settings, false)) {
+      if (f.status !== 'warn' && f.status !== 'error') continue
+      log[f.status]({ check: f.check, ...(f.fix !== undefined ? { fix: f.fix } : {}) }, `doctor: ${f.message}`)
+    }
+  } catch (err) {
+    log.warn({ error: (err as Error).message }, 'doctor: the start-up checks failed')
+  }
+}

@@ -1,0 +1,146 @@
+import { parseRouteKey } from '../auth/routes/id.ts'
+import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
+import { settingValue } from '../config/schema.ts'
+import { randomAccountSecret } from './account-key.ts'
+import { parseRate, type RateLimitPolicy } from './policy.ts'
+
+/** The routes whose body names an account, and which of the two default rates each takes. */
+export const ACCOUNT_ROUTES: Readonly<Record<string, 'sign-in' | 'message'>> = {
+  'POST /token': 'sign-in',
+  'POST /signup': 'sign-in',
+  'POST /otp': 'message',
+  'POST /recover': 'message',
+  'POST /resend': 'message',
+}
+
+/**
+ * The routes that make Supabase Auth send an e-mail or an SMS (which of the two: the body says),
+ * drawing on its global budgets. `POST /signup` only while sign-ups are not confirmed
+ * automatically (src/ratelimit/budget.ts asks `/settings`).
+ */
+export const MESSAGE_ROUTES: readonly string[] = [
+  'POST /signup',
+  'POST /otp',
+  'POST /recover',
+  'POST /resend',
+  'PUT /user',
+]
+
+export interface AccountLimitConfig {
+  /** `METHOD /template` → the per-account rate; routes absent are not limited per account. */
+  routes: Map<string, RateLimitPolicy>
+  /** HMAC secret of the account keys. */
+  secret: string
+  /** False when the secret is this process's own random one (limits then differ per replica). */
+  secretConfigured: boolean
+}
+
+export interface Budget {
+  /** What Supabase Auth allows per hour (its GOTRUE_RATE_LIMIT_*_SENT). */
+  backendPerHour: number
+  /** The cluster-wide policy that never lets more than that through in any hour. */
+  policy: RateLimitPolicy
+  /** What one client IP may spend of it. */
+  clientPolicy: RateLimitPolicy
+}
+
+export interface BudgetConfig {
+  email: Budget | undefined
+  sms: Budget | undefined
+  /** 0 < share <= 1. */
+  clientShare: number
+}
+
+/**
+ * The per-account limits (docs/rate-limiting.md): a default rate for sign-in routes and one for
+ * message routes, each overridable per route or turned off.
+ */
+export function loadAccountLimits(env: Env): AccountLimitConfig {
+  const setting = (name: string) => settingValue(env, name)!
+  const signIn = parseRate('AUTHGATE_ACCOUNT_RATE_LIMIT', setting('AUTHGATE_ACCOUNT_RATE_LIMIT'), 'account')
+  const message = parseRate(
+    'AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT',
+    setting('AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT'),
+    'account-message',
+  )
+  const routes = new Map<string, RateLimitPolicy>(
+    Object.entries(ACCOUNT_ROUTES).map(([route, kind]) => [route, kind === 'sign-in' ? signIn : message]),
+  )
+  const variable = 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES'
+  const seen = new Set<string>()
+  for (const item of (settingValue(env, variable) ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const eq = item.indexOf('=')
+    const route = eq < 0 ? undefined : parseRouteKey(item.slice(0, eq))?.key
+    if (route === undefined)
+      throw new AuthgateConfigError(variable, `expected "METHOD /template=RATE" or "=off", got ${JSON.stringify(item)}`)
+    if (!(route in ACCOUNT_ROUTES))
+      throw new AuthgateConfigError(
+        variable,
+        `${route} names no account (routes: ${Object.keys(ACCOUNT_ROUTES).join(', ')})`,
+      )
+    if (seen.has(route)) throw new AuthgateConfigError(variable, `${route} is given twice`)
+    seen.add(route)
+    const rate = item.slice(eq + 1).trim()
+    if (rate.toLowerCase() === 'off') routes.delete(route)
+    else routes.set(route, parseRate(variable, rate, 'account-' + route.split('/')[1]))
+  }
+  const given = envValue(env, 'AUTHGATE_ACCOUNT_KEY_SECRET')?.trim()
+  if (given !== undefined && given !== '' && given.length < 32)
+    throw new AuthgateConfigError('AUTHGATE_ACCOUNT_KEY_SECRET', 'must be at least 32 characters')
+  const secretConfigured = given !== undefined && given !== ''
+  return { routes, secret: secretConfigured ? given : randomAccountSecret(), secretConfigured }
+}
+
+/** The budgets mirroring Supabase Auth's e-mail and SMS budgets, and the share one client may take. */
+export function loadBudgets(env: Env): BudgetConfig {
+  const shareRaw = settingValue(env, 'AUTHGATE_BUDGET_CLIENT_SHARE')!
+  const m = /^(\d+(?:\.\d+)?)\s*%$/.exec(shareRaw)
+  const share = m ? Number(m[1]) / 100 : NaN
+  if (!(share > 0 && share <= 1))
+    throw new AuthgateConfigError(
+      'AUTHGATE_BUDGET_CLIENT_SHARE',
+      `expected a percentage above 0% and at most 100%, got ${JSON.stringify(shareRaw)}`,
+    )
+  const read = (variable: string, kind: 'email' | 'sms') => {
+    const raw = settingValue(env, variable)!
+    if (/^(off|none)$/i.test(raw)) return undefined
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1_000_000_000)
+      throw new AuthgateConfigError(
+        variable,
+        `expected Supabase Auth's count per hour (a whole number from 1) or off, got ${JSON.stringify(raw)}`,
+      )
+    return budgetFor(Number(raw), share, kind)
+  }
+  return {
+    email: read('AUTHGATE_EMAIL_BUDGET', 'email'),
+    sms: read('AUTHGATE_SMS_BUDGET', 'sms'),
+    clientShare: share,
+  }
+}
+
+const HOUR = 3_600_000
+
+/**
+ * Supabase Auth counts its messages in fixed hours (a counter reset every hour from its start,
+ * which authgate cannot see). A token bucket with burst b refilling r per hour lets up to b + r
+ * through in any hour, so both are half the backend's count: whichever hour Supabase Auth counts
+ * in, authgate has let no more than its count through (docs/decisions.md, D36).
+ */
+export function budgetFor(perHour: number, share: number, kind: 'email' | 'sms'): Budget {
+  const half = Math.floor(perHour / 2)
+  const policy: RateLimitPolicy =
+    half >= 1
+      ? { name: `${kind}-budget`, limit: half, windowMs: HOUR, burst: half }
+      : { name: `${kind}-budget`, limit: 1, windowMs: 2 * HOUR, burst: 1 }
+  const clientLimit = Math.max(1, Math.floor(policy.limit * share))
+  const clientPolicy: RateLimitPolicy = {
+    name: `${kind}-budget-client`,
+    limit: clientLimit,
+    windowMs: policy.windowMs,
+    burst: Math.max(1, Math.floor(policy.burst * share)),
+  }
+  return { backendPerHour: perHour, policy, clientPolicy }
+}

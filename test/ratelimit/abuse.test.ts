@@ -1,0 +1,265 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { accountIdentifier, accountKeyer, messageChannel } from '../../src/ratelimit/account-key.ts'
+import { budgetFor, loadAccountLimits, loadBudgets } from '../../src/ratelimit/abuse-config.ts'
+import { MemoryStore } from '../../src/ratelimit/memory-store.ts'
+import { loadRateLimitSettings } from '../../src/settings.ts'
+import { withFakeBackend } from '../support/app.ts'
+
+const SECRET = 'x'.repeat(32)
+
+describe('account identifiers', () => {
+  it('normalises an e-mail (trimmed, lower case) and a phone (E.164)', () => {
+    assert.equal(accountIdentifier({ email: '  Ada@Example.COM ' }), 'e:ada@example.com')
+    assert.equal(accountIdentifier({ phone: '+1 (555) 000-0001' }), 'p:+15550000001')
+    assert.equal(accountIdentifier({ phone: '15550000001' }), 'p:+15550000001')
+    assert.equal(accountIdentifier({ phone: ' ' }), undefined)
+    assert.equal(accountIdentifier({}), undefined)
+    assert.equal(accountIdentifier('x'), undefined)
+    assert.equal(messageChannel({ phone: '+15550000001' }), 'sms')
+    assert.equal(messageChannel({ email: 'a@b.c' }), 'email')
+    assert.equal(messageChannel({}), undefined)
+  })
+
+  it('keys by an HMAC that holds no part of the identifier and depends on the secret', () => {
+    const key = accountKeyer(SECRET)('e:ada@example.com')
+    assert.match(key, /^[A-Za-z0-9_-]{22}$/)
+    assert.ok(!key.includes('ada'))
+    assert.equal(key, accountKeyer(SECRET)('e:ada@example.com'))
+    assert.notEqual(key, accountKeyer('y'.repeat(32))('e:ada@example.com'))
+  })
+})
+
+describe('abuse-protection settings', () => {
+  it('has defaults for every account route and overrides per route', () => {
+    const d = loadAccountLimits({})
+    assert.equal(d.routes.get('POST /token')?.limit, 10)
+    assert.equal(d.routes.get('POST /recover')?.limit, 5)
+    assert.equal(d.secretConfigured, false)
+    const o = loadAccountLimits({
+      AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'post /token=3/1m, POST /signup=off',
+      AUTHGATE_ACCOUNT_KEY_SECRET: SECRET,
+    })
+    assert.equal(o.routes.get('POST /token')?.limit, 3)
+    assert.equal(o.routes.has('POST /signup'), false)
+    assert.equal(o.secret, SECRET)
+    assert.throws(
+      () => loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /verify=1/1m' }),
+      /names no account/,
+    )
+    assert.throws(() => loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token' }), /expected/)
+    assert.throws(
+      () => loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=1/1m,POST /token=2/1m' }),
+      /given twice/,
+    )
+    assert.throws(() => loadAccountLimits({ AUTHGATE_ACCOUNT_KEY_SECRET: 'short' }), /32 characters/)
+  })
+
+  it("halves Supabase Auth's hourly count so no hour of its own can see more", () => {
+    const b = budgetFor(30, 0.2, 'email')
+    assert.deepEqual([b.policy.limit, b.policy.burst, b.policy.windowMs], [15, 15, 3_600_000])
+    assert.deepEqual([b.clientPolicy.limit, b.clientPolicy.burst], [3, 3])
+    // The burst plus the units that come back within an hour never exceed the backend's count.
+    for (const n of [1, 2, 3, 7, 30, 100]) {
+      const { policy } = budgetFor(n, 1, 'sms')
+      const interval = policy.windowMs / policy.limit
+      assert.ok(policy.burst + Math.floor(3_600_000 / interval) <= n, `budget of ${n}`)
+    }
+    assert.equal(loadBudgets({ AUTHGATE_EMAIL_BUDGET: 'off' }).email, undefined)
+    assert.equal(loadBudgets({ AUTHGATE_BUDGET_CLIENT_SHARE: '50%' }).clientShare, 0.5)
+    assert.throws(() => loadBudgets({ AUTHGATE_BUDGET_CLIENT_SHARE: '0%' }), /percentage/)
+    assert.throws(() => loadBudgets({ AUTHGATE_SMS_BUDGET: '-1' }), /count per hour/)
+  })
+})
+
+async function harness(env: Record<string, string>, settings: Record<string, unknown> = { mailer_autoconfirm: false }) {
+  const h = await withFakeBackend(
+    {},
+    {
+      rateLimit: loadRateLimitSettings({ AUTHGATE_RATE_LIMITED_ROUTES: 'none', ...env }),
+      rateLimitStore: new MemoryStore(),
+    },
+  )
+  h.backend.handler = (req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(req.url === '/settings' ? JSON.stringify(settings) : '{}')
+  }
+  return h
+}
+
+const json = (url: string, body: unknown, ip: string) => ({
+  method: 'POST' as const,
+  url,
+  remoteAddress: ip,
+  headers: { 'content-type': 'application/json' },
+  payload: JSON.stringify(body),
+})
+
+describe('per-account limits and budgets on the app', () => {
+  it('limits password sign-ins to one account from any number of addresses, and names the limit', async (t) => {
+    const h = await harness({ AUTHGATE_ACCOUNT_RATE_LIMIT: '3/1h' })
+    t.after(() => h.close())
+    const statuses: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const res = await h.app.inject(
+        json(
+          '/auth/token?grant_type=password',
+          { email: i % 2 ? 'ADA@example.com' : 'Ada@Example.com', password: 'x'.repeat(8) },
+          `198.51.100.${i + 1}`,
+        ),
+      )
+      statuses.push(res.statusCode)
+      if (res.statusCode === 429) {
+        assert.equal(res.json().error_code, 'over_request_rate_limit')
+        assert.match(res.json().msg, /this account/)
+        assert.equal(res.headers['ratelimit-policy'], '"account";q=3;w=3600')
+        assert.ok(Number(res.headers['retry-after']) > 0)
+      }
+    }
+    assert.deepEqual(statuses, [200, 200, 200, 429, 429])
+    // Another account, and a refresh-token grant (no account), are not touched.
+    assert.equal(
+      (
+        await h.app.inject(
+          json(
+            '/auth/token?grant_type=password',
+            { email: 'bob@example.com', password: 'x'.repeat(8) },
+            '198.51.100.1',
+          ),
+        )
+      ).statusCode,
+      200,
+    )
+    assert.equal(
+      (await h.app.inject(json('/auth/token?grant_type=refresh_token', { refresh_token: 'abc' }, '198.51.100.1')))
+        .statusCode,
+      200,
+    )
+    const forwarded = h.backend.requests.filter((r) => r.target.startsWith('/token')).length
+    assert.equal(forwarded, 5)
+    assert.equal(h.app.authgate.rateLimiter?.counters.deniedBy.get('account\tPOST /token'), 2)
+    const metrics = (await h.app.inject({ method: 'GET', url: '/metrics' })).body
+    assert.match(metrics, /authgate_rate_limit_denied_total\{limit="account",route="POST \/token"\} 2/)
+    assert.doesNotMatch(metrics, /ada@/i)
+  })
+
+  it('stops one client at its share of the e-mail budget, and the budget for everyone', async (t) => {
+    // Supabase Auth's 20/h: authgate's budget 10/h, one client's share (30%) 3.
+    const h = await harness({ AUTHGATE_EMAIL_BUDGET: '20', AUTHGATE_BUDGET_CLIENT_SHARE: '30%' })
+    t.after(() => h.close())
+    const one: number[] = []
+    for (let i = 0; i < 6; i++) {
+      const res = await h.app.inject(json('/auth/recover', { email: `user${i}@example.com` }, '203.0.113.1'))
+      one.push(res.statusCode)
+      if (res.statusCode === 429) {
+        assert.equal(res.json().error_code, 'over_email_send_rate_limit')
+        assert.match(res.json().msg, /share/)
+        assert.equal(res.headers['ratelimit-policy'], '"email-budget-client";q=3;w=3600')
+      }
+    }
+    assert.deepEqual(one, [200, 200, 200, 429, 429, 429])
+    // Other clients draw on the rest (7 of 10), then everyone is refused by the budget.
+    const others: number[] = []
+    for (let i = 0; i < 9; i++) {
+      const res = await h.app.inject(json('/auth/otp', { email: `other${i}@example.com` }, `203.0.113.${10 + i}`))
+      others.push(res.statusCode)
+      if (res.statusCode === 429) assert.match(res.json().msg, /budget is spent/)
+    }
+    assert.deepEqual(others, [200, 200, 200, 200, 200, 200, 200, 429, 429])
+    // SMS has its own budget.
+    assert.equal((await h.app.inject(json('/auth/otp', { phone: '+15550000001' }, '203.0.113.50'))).statusCode, 200)
+  })
+
+  it('does not charge sign-ups the backend confirms without a message', async (t) => {
+    const h = await harness(
+      { AUTHGATE_EMAIL_BUDGET: '2', AUTHGATE_BUDGET_CLIENT_SHARE: '100%' },
+      { mailer_autoconfirm: true },
+    )
+    t.after(() => h.close())
+    for (let i = 0; i < 3; i++) {
+      const res = await h.app.inject(
+        json('/auth/signup', { email: `s${i}@example.com`, password: 'x'.repeat(8) }, '203.0.113.1'),
+      )
+      assert.equal(res.statusCode, 200)
+    }
+    assert.equal((await h.app.inject(json('/auth/recover', { email: 'r@example.com' }, '203.0.113.1'))).statusCode, 200)
+    assert.equal((await h.app.inject(json('/auth/recover', { email: 'q@example.com' }, '203.0.113.1'))).statusCode, 429)
+  })
+
+  it('charges sign-ups while the backend cannot say whether it confirms by itself', async (t) => {
+    const h = await harness({ AUTHGATE_EMAIL_BUDGET: '2', AUTHGATE_BUDGET_CLIENT_SHARE: '100%' })
+    h.backend.handler = (_req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' })
+      res.end('{}')
+    }
+    t.after(() => h.close())
+    const signUp = (email: string) =>
+      h.app.inject(json('/auth/signup', { email, password: 'x'.repeat(8) }, '203.0.113.1'))
+    await signUp('a@example.com')
+    assert.equal((await signUp('b@example.com')).statusCode, 429)
+  })
+
+  it('charges sign-ups while the backend confirms by message, or cannot say', async (t) => {
+    const h = await harness({ AUTHGATE_EMAIL_BUDGET: '2', AUTHGATE_BUDGET_CLIENT_SHARE: '100%' }, {})
+    t.after(() => h.close())
+    assert.equal(
+      (await h.app.inject(json('/auth/signup', { email: 'a@example.com', password: 'x'.repeat(8) }, '203.0.113.1')))
+        .statusCode,
+      200,
+    )
+    assert.equal(
+      (await h.app.inject(json('/auth/signup', { email: 'b@example.com', password: 'x'.repeat(8) }, '203.0.113.1')))
+        .statusCode,
+      429,
+    )
+  })
+})
+
+describe('per-account limits when the store fails, and their log lines', () => {
+  const failing = {
+    take: () => Promise.reject(new Error('redis down')),
+    close: () => Promise.resolve(),
+  }
+  for (const policy of ['open', 'closed'] as const) {
+    it(`follows the failure policy (${policy})`, async (t) => {
+      const h = await withFakeBackend(
+        {},
+        {
+          rateLimit: loadRateLimitSettings({
+            AUTHGATE_RATE_LIMITED_ROUTES: 'none',
+            AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: policy,
+          }),
+          rateLimitStore: failing,
+        },
+      )
+      t.after(() => h.close())
+      const res = await h.app.inject(json('/auth/recover', { email: 'a@example.com' }, '203.0.113.1'))
+      assert.equal(res.statusCode, policy === 'open' ? 200 : 429)
+      const counters = h.app.authgate.rateLimiter!.counters
+      // Open: the account, the client's share and the budget were each let through; closed: the first refuses.
+      assert.equal(policy === 'open' ? counters.failedOpen : counters.failedClosed, policy === 'open' ? 3 : 1)
+    })
+  }
+
+  it('logs which limit answered on which route, never the account', async (t) => {
+    const { logCapture } = await import('../support/log-capture.ts')
+    const logs = logCapture()
+    const h = await withFakeBackend(
+      {},
+      {
+        rateLimit: loadRateLimitSettings({ AUTHGATE_RATE_LIMITED_ROUTES: 'none', AUTHGATE_ACCOUNT_RATE_LIMIT: '1/1h' }),
+        rateLimitStore: new MemoryStore(),
+        logger: { stream: logs.stream },
+      },
+    )
+    t.after(() => h.close())
+    const body = { email: 'secret-person@example.com', password: 'x'.repeat(8) }
+    await h.app.inject(json('/auth/token?grant_type=password', body, '203.0.113.1'))
+    const denied = await h.app.inject(json('/auth/token?grant_type=password', body, '203.0.113.2'))
+    assert.equal(denied.statusCode, 429)
+    const line = logs.lines.find((l) => l.msg === 'rate limit reached')!
+    assert.deepEqual([line.limit, line.route, line.occurrences], ['account', 'POST /token', 1])
+    assert.ok(!logs.raw().includes('secret-person'))
+    assert.equal(h.app.authgate.rateLimiter!.bodyHookFor('GET', '/user'), undefined)
+  })
+})
