@@ -48,7 +48,7 @@ async function main(): Promise<void> {
     }
     throw err
   }
-  const { core: config, rateLimit, openapi, workers } = settings
+  const { core: config, rateLimit, openapi, workers, sessions } = settings
   if (workers > 1 && cluster.isPrimary) {
     const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
     runPrimary({
@@ -71,6 +71,7 @@ async function main(): Promise<void> {
       rateLimit,
       ...(rateLimitStore ? { rateLimitStore } : {}),
       openapi,
+      ...(sessions ? { sessions } : {}),
       logger: true,
       processMetrics: true,
       clusterMetrics: cluster.isWorker,

@@ -10,6 +10,8 @@ import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
+import { createSessionGate, mountSessionRoute, type SessionGate, type SessionOptions } from './sessions/index.ts'
+import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'
 
@@ -43,6 +45,14 @@ export interface AuthgatePluginOptions {
   rateLimit?: RateLimitConfig | false
   /** Where buckets live instead of the store the rate-limit configuration selects (a custom store; a cluster worker's). */
   rateLimitStore?: RateLimitStore
+  /**
+   * Cookie sessions (docs/sessions.md): session answers stored by authgate and answered with an
+   * HttpOnly cookie; the cookie stands for the bearer on authgate's and the application's routes.
+   * Off unless given.
+   */
+  sessions?: SessionOptions | false
+  /** Where cookie sessions live instead of the store their configuration selects (tests). */
+  sessionStore?: SessionStore
 }
 
 /** What the plugin decorates the instance with, for hooks and health checks of the application. */
@@ -52,6 +62,8 @@ export interface AuthgateState {
   backend: SupabaseAuthClient
   forwarder: Forwarder
   rateLimiter: RateLimiter | undefined
+  /** Cookie sessions, when turned on. */
+  sessions: SessionGate | undefined
 }
 
 declare module 'fastify' {
@@ -104,13 +116,21 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
           app.log,
           options.rateLimitStore ? { store: options.rateLimitStore } : {},
         )
-  app.decorate('authgate', { config, backend, forwarder, rateLimiter })
+  const sessions = options.sessions
+    ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
+    : undefined
+  app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions })
+  // The protect hook (src/protect/hook.ts) finds the cookie sessions here.
+  if (sessions) app.decorate('authgateSessions', sessions)
   app.addHook('onClose', async () => {
     await backend.close()
     await rateLimiter?.close()
+    await sessions?.sessions.store.close()
   })
   // Waits (bounded, never throws) for Redis so the first requests are limited too.
   if (rateLimiter) await rateLimiter.ready()
+  if (sessions && !(await sessions.sessions.store.ready(5_000)))
+    app.log.warn('cookie sessions: the session store is not reachable yet; requests with a session cookie get 503 until it is')
 
   const routes = enabledRoutes(config.disabledGroups)
   await app.register(
@@ -129,7 +149,9 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
         forwarder,
         routes,
         ...(rateLimiter ? { rateLimitHook: (route) => rateLimiter.hookFor(route.method, route.path) } : {}),
+        ...(sessions ? { sessions } : {}),
       })
+      if (sessions) mountSessionRoute(scope, sessions)
     },
     { prefix: config.prefix },
   )

@@ -5,6 +5,7 @@ import { AuthgateConfigError, type Env } from './config/env.ts'
 import { settingValue } from './config/schema.ts'
 import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
+import { loadSessionConfig, type SessionConfig } from './sessions/config.ts'
 
 /**
  * The service's settings, read from the environment in this one place, each through the settings
@@ -16,6 +17,8 @@ export interface ServiceSettings {
   rateLimit: RateLimitConfig
   openapi: OpenApiOptions
   workers: number
+  /** Cookie sessions; undefined when off. */
+  sessions: SessionConfig | undefined
 }
 
 /** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
@@ -36,10 +39,20 @@ export function loadWorkerCount(env: Env = {}): number {
 }
 
 export function loadServiceSettings(env: Env): ServiceSettings {
+  const core = loadCoreConfig(env)
+  const workers = loadWorkerCount(env)
+  const sessions = loadSessionConfig(env, core.corsOrigins)
+  // Each worker would hold its own sessions: a cookie would work on one worker in N.
+  if (sessions?.store.kind === 'memory' && workers > 1)
+    throw new AuthgateConfigError(
+      'AUTHGATE_SESSION_STORE',
+      'with AUTHGATE_WORKERS above 1 cookie sessions need the redis store (workers do not share memory)',
+    )
   return {
-    core: loadCoreConfig(env),
+    core,
     rateLimit: loadRateLimitSettings(env),
     openapi: loadOpenApiConfig(env),
-    workers: loadWorkerCount(env),
+    workers,
+    sessions,
   }
 }

@@ -43,10 +43,15 @@ export function normaliseBackendUrl(option: string, raw: URL | string): URL {
   return url
 }
 
-/** A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session check, key set). */
+/** A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session check, key set, cookie sessions' refresh and sign-out). */
 export type BackendFetch = (
   url: string | URL,
-  init?: { headers?: Record<string, string> | Headers; signal?: AbortSignal },
+  init?: {
+    method?: string
+    headers?: Record<string, string> | Headers
+    body?: string
+    signal?: AbortSignal
+  },
 ) => Promise<Response>
 
 /**
@@ -102,6 +107,8 @@ export class SupabaseAuthClient {
     new Headers(init.headers).forEach((value, name) => (headers[name] = value))
     if (this.options.apiKey !== undefined) headers.apikey = this.options.apiKey
     return undiciFetch(url, {
+      ...(init.method !== undefined ? { method: init.method } : {}),
+      ...(init.body !== undefined ? { body: init.body } : {}),
       headers,
       dispatcher: this.#pool,
       // A redirect is the backend's answer to report, never one to follow from here.

@@ -6,6 +6,22 @@ import type { ResponseCache } from './response-cache.ts'
 
 /** Bodies up to this size are written in one piece with the response head. */
 const BUFFER_LIMIT = 64 * 1024
+/** Most bytes of an answer that is rewritten before it is relayed (a session answer is a few KiB). */
+const REWRITE_LIMIT = 1024 * 1024
+
+/** A whole backend answer, as a rewrite sees it: status, relayed header pairs (flat), body. */
+export interface HeldAnswer {
+  status: number
+  headers: string[]
+  body: Buffer
+}
+
+/**
+ * Changes a whole answer before it is relayed (cookie sessions take the tokens out of session
+ * answers). Own headers it sets on the reply are merged as usual. A rejection is answered by
+ * `onFailure`, as a backend failure before the answer started.
+ */
+export type AnswerRewrite = (answer: HeldAnswer) => Promise<HeldAnswer>
 
 export interface RelayOptions {
   request: FastifyRequest
@@ -14,6 +30,8 @@ export interface RelayOptions {
   ownCors: boolean
   /** Where a complete answer is stored, for a cacheable route. */
   cache: { cache: ResponseCache; key: string } | undefined
+  /** The answer is held whole and rewritten before anything is written (never with `cache`). */
+  rewrite?: AnswerRewrite | undefined
   /** The exchange ended with a status (or an error kind): timing and metrics. */
   onExchange(status: number | undefined, error?: BackendErrorKind): void
   /** The backend request failed (before or after the answer started); the client is not gone. */
@@ -86,20 +104,31 @@ export class Relay implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     this.#o.onExchange(statusCode)
     const relayed = inboundResponseHeaders(controller.rawHeaders as Buffer[])
+    if (this.#o.rewrite !== undefined) {
+      this.#relayedStatus = statusCode
+      this.#relayedHeaders = relayed
+      return
+    }
     if (this.#o.cache !== undefined) {
       this.#relayedStatus = statusCode
       this.#relayedHeaders = relayed.slice()
     }
     const flat = mergeOwnHeaders(relayed, this.#o.reply.getHeaders(), this.#o.ownCors)
+    this.#writeHead(statusCode, flat, controller)
+  }
+
+  #writeHead(statusCode: number, flat: string[], controller?: Dispatcher.DispatchController): boolean {
     this.#o.reply.hijack()
     this.started = true
     try {
       this.#res.writeHead(statusCode, flat)
+      return true
     } catch (err) {
       this.#o.onExchange(statusCode, 'bad_header')
       this.#o.request.log.error({ err }, 'backend sent a header Node.js refuses to relay')
-      controller.abort(err as Error)
+      controller?.abort(err as Error)
       this.#res.destroy()
+      return false
     }
   }
 
@@ -109,6 +138,10 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (this.#held !== undefined) {
       this.#held.push(chunk)
       this.#heldBytes += chunk.length
+      if (this.#o.rewrite !== undefined) {
+        if (this.#heldBytes > REWRITE_LIMIT) controller.abort(new Error('answer too large to rewrite'))
+        return
+      }
       if (this.#heldBytes <= BUFFER_LIMIT) return
       for (const b of this.#held) this.#write(b)
       this.#held = undefined
@@ -117,6 +150,10 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    if (this.#o.rewrite !== undefined) {
+      this.#endRewritten()
+      return
+    }
     const held = this.#held
     if (held === undefined || held.length === 0) this.#res.end()
     else {
@@ -127,6 +164,33 @@ export class Relay implements Dispatcher.DispatchHandler {
         cache.cache.store(cache.key, this.#relayedStatus, this.#relayedHeaders, body, this.#o.request.headers)
     }
     this.#done()
+  }
+
+  #endRewritten(): void {
+    const held = this.#held ?? []
+    const answer: HeldAnswer = {
+      status: this.#relayedStatus,
+      headers: this.#relayedHeaders ?? [],
+      body: held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes),
+    }
+    this.#o.rewrite!(answer).then(
+      (out) => {
+        if (this.#clientGone) return this.#done()
+        // The body may have changed length: the backend's framing headers no longer apply.
+        const headers = out.headers.filter((_, i, all) => {
+          const name = all[i - (i % 2)]!.toLowerCase()
+          return name !== 'content-length' && name !== 'transfer-encoding'
+        })
+        headers.push('content-length', String(out.body.length))
+        const flat = mergeOwnHeaders(headers, this.#o.reply.getHeaders(), this.#o.ownCors)
+        if (this.#writeHead(out.status, flat)) this.#res.end(out.body)
+        this.#done()
+      },
+      (err: Error & { code?: string }) => {
+        if (!this.#clientGone) this.#o.onFailure(err)
+        this.#done()
+      },
+    )
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
