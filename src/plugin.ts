@@ -10,7 +10,7 @@ import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
-import { createSessionGate, mountSessionRoute, type SessionGate, type SessionOptions } from './sessions/index.ts'
+import { createSessionGate, documentCookieAccess, mountSessionRoute, type SessionGate, type SessionOptions } from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'
@@ -121,7 +121,10 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
     : undefined
   app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions })
   // The protect hook (src/protect/hook.ts) finds the cookie sessions here.
-  if (sessions) app.decorate('authgateSessions', sessions)
+  if (sessions) {
+    app.decorate('authgateSessions', sessions)
+    documentCookieAccess(app)
+  }
   app.addHook('onClose', async () => {
     await backend.close()
     await rateLimiter?.close()

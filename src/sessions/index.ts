@@ -7,6 +7,7 @@ import { MemorySessionStore } from './memory-store.ts'
 import { RedisSessionStore } from './redis-store.ts'
 import { sessionRouteSchema } from './docs.ts'
 import type { SessionStore } from './store.ts'
+import type { RouteAccess } from '../openapi/types.ts'
 
 export { SessionGate } from './gate.ts'
 export { CookieSessions } from './manager.ts'
@@ -48,6 +49,26 @@ export function createSessionGate(
     log,
   })
   return new SessionGate(sessions)
+}
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+/**
+ * With cookie sessions, a protected route of the application (one with `schema.access`, as
+ * `defineRoute` states it) also answers 403 to a cross-site use of the cookie on unsafe methods
+ * and 503 when the store cannot answer: added to what the route documents, as it is registered.
+ */
+export function documentCookieAccess(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const access = (route.schema as { access?: Partial<RouteAccess> } | undefined)?.access
+    if (access === undefined || typeof access.errors !== 'object') return
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (methods.some((m) => UNSAFE.has(String(m).toUpperCase())))
+      access.errors['403'] ??= {
+        description: 'Forbidden: a role, assurance level or scope is missing, or a cross-site use of the session cookie (`cross_site_request`)',
+      }
+    access.errors['503'] ??= { description: 'The session store could not be reached (`session_store_unavailable`)' }
+  })
 }
 
 /** `GET /session` in the auth routes' context (the page asks who is signed in). */
