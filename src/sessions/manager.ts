@@ -78,7 +78,7 @@ export class CookieSessions {
     return sessionCookie(
       { name: this.config.cookieName, secure: this.config.secure },
       active.id,
-      (active.session.endsAt - this.#now()) / 1000,
+      Math.round((active.session.endsAt - this.#now()) / 1000),
     )
   }
 
