@@ -6,6 +6,7 @@ import type { AnswerRewrite, HeldAnswer } from '../proxy/relay.ts'
 import { splitSessionAnswer } from './answer.ts'
 import { SESSION_MODE_HEADER } from './config.ts'
 import { sessionIdFrom } from './cookie.ts'
+import { sessionHandle } from './crypto.ts'
 import { crossSiteReason, isUnsafeMethod } from './csrf.ts'
 import type { ActiveSession, CookieSessions } from './manager.ts'
 
@@ -95,7 +96,9 @@ export class SessionGate {
           return { answered: sendError(request, reply, 'cross_site_request', `Forbidden: ${reason}`) }
         }
       }
-      out.rewrite = (answer) => this.#issue(reply, answer, session)
+      // A sign-in over an older cookie replaces it: the old record goes too (authenticated or not).
+      const older = session?.handle ?? this.#cookieHandle(request)
+      out.rewrite = (answer) => this.#issue(reply, answer, older)
     }
     if (route.session === 'signOut' && session !== undefined) {
       out.rewrite = (answer) => this.#signOut(request, reply, answer, session)
@@ -104,13 +107,18 @@ export class SessionGate {
   }
 
   /** A session answer: stored, the cookie set, the tokens taken out of the body. */
-  async #issue(reply: FastifyReply, answer: HeldAnswer, previous: ActiveSession | undefined): Promise<HeldAnswer> {
+  #cookieHandle(request: FastifyRequest): string | undefined {
+    const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
+    return id === undefined ? undefined : sessionHandle(id)
+  }
+
+  async #issue(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
     if (answer.status !== 200) return answer
     const split = splitSessionAnswer(answer.body)
     if (split === undefined) return answer
     const created = await this.sessions.create(split.tokens)
     // A new id whenever the session changes hands or level (MFA): the old cookie no longer works.
-    if (previous !== undefined) await this.sessions.end(previous.handle)
+    if (previous !== undefined) await this.sessions.end(previous)
     reply.header('set-cookie', this.sessions.cookie(created))
     reply.header('cache-control', 'no-store')
     return { ...answer, body: Buffer.from(JSON.stringify(split.page)) }

@@ -130,6 +130,14 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.match(cookieOf(res), /^__Host-authgate-session=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=604800; HttpOnly; Secure; SameSite=Lax$/)
   })
 
+  it('a sign-in over an older cookie replaces it; the old session is forgotten', async () => {
+    const first = await signedIn()
+    const res = await signIn({ 'x-authgate-session': 'cookie', cookie: first.split(';')[0]! })
+    assert.equal(res.statusCode, 200)
+    assert.notEqual(cookieOf(res).split(';')[0], first.split(';')[0])
+    assert.equal((await withCookie(first, 'GET', '/auth/session')).statusCode, 401)
+  })
+
   it('answers that carry no session are relayed as they are', async () => {
     h.backend.handler = (_req, res) => {
       res.writeHead(400, { 'content-type': 'application/json' })
