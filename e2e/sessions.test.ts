@@ -9,7 +9,8 @@ import { defineRoute } from '../src/routes-dsl/index.ts'
 import type { SessionOptions } from '../src/sessions/index.ts'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
-import { startGateway, type Gateway } from './support/stack.ts'
+import { startGateway, startStack, type Gateway, type Stack } from './support/stack.ts'
+import { totp } from './support/totp.ts'
 import {
   backendUnavailableReason,
   reservePort,
@@ -60,9 +61,13 @@ function appRoutes(app: Parameters<NonNullable<Parameters<typeof startGateway>[1
   app.get('/app', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(PAGE),
   )
-  const me = async (request: { user: { email?: string; sub: string } | null; headers: Record<string, unknown> }) => ({
+  const me = async (request: {
+    user: { email?: string; sub: string; aal?: string } | null
+    headers: Record<string, unknown>
+  }) => ({
     email: request.user?.email,
     sub: request.user?.sub,
+    aal: request.user?.aal,
     bearer: typeof request.headers.authorization === 'string',
   })
   app.route(defineRoute({ method: 'GET', url: '/api/me', tags: ['App'], auth: 'required', handler: me }))
@@ -191,7 +196,7 @@ describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMis
     assert.equal(me.status, 200, me.body)
     assert.deepEqual(
       { ...JSON.parse(me.body), sub: undefined },
-      { email, sub: undefined, bearer: true },
+      { email, sub: undefined, aal: 'aal1', bearer: true },
     )
     const user = await call('/auth/user')
     assert.equal(user.status, 200, user.body)
@@ -362,5 +367,120 @@ describe('cookie sessions in Redis: two replicas and a restart', { skip: backend
     const res = await me(a)
     assert.equal(res.status, 200)
     await res.body?.cancel()
+  })
+})
+
+describe('every session-carrying route of Supabase Auth answers the cookie', { skip: backendMissing }, () => {
+  let stack: Stack
+  const headers = { 'content-type': 'application/json' }
+
+  before(async () => {
+    stack = await startStack({
+      database: 'authgate_e2e_sessions_routes',
+      sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }] },
+    })
+  })
+  after(() => stack?.stop())
+
+  /** A cookie-mode answer: 200, no token in the JSON, a new session cookie. */
+  async function cookieAnswer(res: Response): Promise<{ cookie: string; body: Record<string, unknown> }> {
+    const text = await res.text()
+    assert.equal(res.status, 200, text)
+    assert.doesNotMatch(text, /access_token|refresh_token/)
+    const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!
+    assert.match(cookie, /^__Host-authgate-session=[A-Za-z0-9_-]{43}$/)
+    return { cookie, body: JSON.parse(text) as Record<string, unknown> }
+  }
+  const session = async (cookie: string) => {
+    const res = await fetch(`${stack.url}/auth/session`, { headers: { cookie } })
+    return { status: res.status, body: (await res.json()) as { user?: Record<string, unknown> } }
+  }
+
+  it('anonymous sign-in (sign-up without e-mail or phone)', async () => {
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: '{}' }),
+    )
+    const { status, body } = await session(cookie)
+    assert.equal(status, 200)
+    assert.equal(body.user?.is_anonymous, true)
+  })
+
+  it("the refresh_token grant: a page's existing session moves into the cookie", async () => {
+    const email = `moving-${Date.now()}@example.com`
+    await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) }),
+    )
+    // Tokens a page got before cookie mode (straight from Supabase Auth here).
+    const direct = await fetch(`${stack.backend.url}/token?grant_type=password`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    const { refresh_token } = (await direct.json()) as { refresh_token: string }
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/token?grant_type=refresh_token`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ refresh_token }),
+      }),
+    )
+    assert.equal((await session(cookie)).body.user?.email, email)
+  })
+
+  it('an e-mail link verified by its token_hash', async () => {
+    const email = `link-${Date.now()}@example.com`
+    await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) }),
+    )
+    const link = await fetch(`${stack.backend.url}/admin/generate_link`, {
+      method: 'POST',
+      headers: { ...headers, authorization: `Bearer ${stack.backend.serviceRoleJwt()}` },
+      body: JSON.stringify({ type: 'magiclink', email }),
+    })
+    assert.equal(link.status, 200)
+    const { hashed_token } = (await link.json()) as { hashed_token: string }
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/verify`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ type: 'magiclink', token_hash: hashed_token }),
+      }),
+    )
+    assert.equal((await session(cookie)).body.user?.email, email)
+  })
+
+  it('MFA verify with the cookie raises the session to aal2 under a new cookie; the old one ends', async () => {
+    const email = `mfa-${Date.now()}@example.com`
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) }),
+    )
+    const own = { ...headers, cookie, origin: stack.url }
+    const enrolled = await fetch(`${stack.url}/auth/factors`, {
+      method: 'POST',
+      headers: own,
+      body: JSON.stringify({ factor_type: 'totp', friendly_name: 'phone' }),
+    })
+    assert.equal(enrolled.status, 200)
+    const factor = (await enrolled.json()) as { id: string; totp: { secret: string } }
+    const challenge = await fetch(`${stack.url}/auth/factors/${factor.id}/challenge`, { method: 'POST', headers: own, body: '{}' })
+    assert.equal(challenge.status, 200)
+    const { id: challengeId } = (await challenge.json()) as { id: string }
+    const verified = await cookieAnswer(
+      await fetch(`${stack.url}/auth/factors/${factor.id}/verify`, {
+        method: 'POST',
+        headers: own,
+        body: JSON.stringify({ challenge_id: challengeId, code: totp(factor.totp.secret) }),
+      }),
+    )
+    assert.notEqual(verified.cookie, cookie)
+    assert.equal((await session(cookie)).status, 401)
+    const stored = await stack.app.authgate.sessions!.sessions.load(verified.cookie.split('=')[1]!)
+    const claims = JSON.parse(Buffer.from(stored!.session.accessToken.split('.')[1]!, 'base64url').toString()) as {
+      aal: string
+    }
+    assert.equal(claims.aal, 'aal2')
+    const user = await fetch(`${stack.url}/auth/user`, { headers: { cookie: verified.cookie } })
+    assert.equal(user.status, 200)
+    assert.equal(((await user.json()) as { factors: Array<{ status: string }> }).factors[0]?.status, 'verified')
   })
 })

@@ -25,7 +25,7 @@ export interface StackOptions {
   label?: string
   /** Cookie sessions (docs/sessions.md); off unless given. */
   sessions?: AuthgateOptions['sessions']
-  /** Token verification on the application's routes; the issuer defaults to the public URL. */
+  /** Token verification on the application's routes (docs/protect.md). */
   protect?: AuthgateOptions['protect']
 }
 

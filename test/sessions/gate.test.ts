@@ -193,7 +193,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
   it('cookie-authenticated unsafe requests need an allowed Origin: 403 in our shape, nothing forwarded', async () => {
     const cookie = await signedIn()
     for (const headers of [
-      {},
+      {} as Record<string, string>,
       { origin: 'https://evil.example.com' },
       { origin: OWN, 'sec-fetch-site': 'cross-site' },
     ]) {
