@@ -449,6 +449,30 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
     assert.equal((await session(cookie)).body.user?.email, email)
   })
 
+  it('an e-mail link followed in the browser (GET /verify): the cookie, and a fragment without tokens', async () => {
+    const email = `magic-${Date.now()}@example.com`
+    await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) }),
+    )
+    const link = await fetch(`${stack.backend.url}/admin/generate_link`, {
+      method: 'POST',
+      headers: { ...headers, authorization: `Bearer ${stack.backend.serviceRoleJwt()}` },
+      body: JSON.stringify({ type: 'magiclink', email, redirect_to: 'http://localhost:3000/welcome' }),
+    })
+    const { action_link } = (await link.json()) as { action_link: string }
+    const target = new URL(action_link)
+    const res = await fetch(`${stack.url}${target.pathname}${target.search}`, { redirect: 'manual' })
+    assert.equal(res.status, 303)
+    const location = res.headers.get('location') ?? ''
+    assert.match(location, /^http:\/\/localhost:3000\/welcome#/)
+    assert.doesNotMatch(location, /access_token|refresh_token/)
+    assert.match(location, /type=magiclink/)
+    const body = await res.text()
+    assert.doesNotMatch(body, /access_token|refresh_token/)
+    const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!
+    assert.equal((await session(cookie)).body.user?.email, email)
+  })
+
   it('MFA verify with the cookie raises the session to aal2 under a new cookie; the old one ends', async () => {
     const email = `mfa-${Date.now()}@example.com`
     const { cookie } = await cookieAnswer(

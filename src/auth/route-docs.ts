@@ -3,7 +3,7 @@ import { answersOf } from './backend-answers.ts'
 import type { KnownErrorCode } from './error-codes.ts'
 import { routeName, type AuthRoute } from './routes/index.ts'
 import { NO_PROTOTYPE_KEYS } from './types/common.ts'
-import { COOKIE_MODE_NOTE, withCookieAnswer } from '../sessions/docs.ts'
+import { COOKIE_MODE_NOTE, COOKIE_MODE_REDIRECT_NOTE, withCookieAnswer } from '../sessions/docs.ts'
 
 /**
  * The documentation side of a mounted route: the Fastify `schema` the registry hands to the
@@ -180,9 +180,10 @@ function describe(route: AuthRoute, codes: Map<number, StatusCodes>, cookieSessi
     return `| ${status} | ${list(all)} |`
   })
   const table = ['| Status | Error codes |', '| --- | --- |', ...rows].join('\n')
+  const redirects = !route.responses[200]
   const cookie =
     cookieSessions && route.session === 'issue'
-      ? COOKIE_MODE_NOTE + '\n\n'
+      ? (redirects ? COOKIE_MODE_REDIRECT_NOTE : COOKIE_MODE_NOTE) + '\n\n'
       : cookieSessions && route.bearer
         ? 'With cookie sessions, the session cookie stands for the bearer token (unsafe methods only from an allowed origin).\n\n'
         : ''

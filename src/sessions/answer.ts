@@ -55,3 +55,31 @@ function expiryOf(answer: Record<string, unknown>, now: number): number {
   // Unknown: treated as expired, so the first use refreshes it.
   return Math.floor(now / 1000)
 }
+
+/**
+ * A redirect that carries a session in its fragment (`GET /verify` of an e-mail link:
+ * `#access_token=…&refresh_token=…&expires_at=…`): the tokens to keep and the location without
+ * them. Undefined when the location has no session.
+ */
+export function splitSessionRedirect(
+  location: string,
+  now = Date.now(),
+): { tokens: SessionTokens; location: string } | undefined {
+  const hash = location.indexOf('#')
+  if (hash === -1) return undefined
+  const params = new URLSearchParams(location.slice(hash + 1))
+  const accessToken = params.get('access_token')
+  const refreshToken = params.get('refresh_token')
+  if (!accessToken || !refreshToken) return undefined
+  const answer: Record<string, unknown> = { access_token: accessToken }
+  const expiresAt = Number(params.get('expires_at'))
+  const expiresIn = Number(params.get('expires_in'))
+  if (Number.isFinite(expiresAt) && expiresAt > 0) answer.expires_at = expiresAt
+  else if (Number.isFinite(expiresIn) && expiresIn > 0) answer.expires_in = expiresIn
+  for (const field of TOKEN_FIELDS) params.delete(field)
+  const rest = params.toString()
+  return {
+    tokens: { accessToken, refreshToken, expiresAt: expiryOf(answer, now), user: null },
+    location: location.slice(0, hash) + (rest === '' ? '' : `#${rest}`),
+  }
+}

@@ -39,6 +39,10 @@ export const SessionStatusResponse = Type.Object(
 export const COOKIE_MODE_NOTE =
   '**Cookie sessions** (turned on here; see docs/sessions.md): when the request is in cookie mode (always, or with `X-Authgate-Session: cookie`), a session answer is stored by authgate and answered with the HttpOnly session cookie; the JSON keeps the user and expiry and drops `access_token`, `refresh_token`, `provider_token` and `provider_refresh_token`.'
 
+/** The same for a route that redirects with the session in the fragment (`GET /verify`). */
+export const COOKIE_MODE_REDIRECT_NOTE =
+  '**Cookie sessions** (turned on here; see docs/sessions.md): in `on` mode a redirect carrying a session in its fragment is stored by authgate and answered with the HttpOnly session cookie; the `Location` fragment (and the body) keep everything but `access_token`, `refresh_token`, `provider_token` and `provider_refresh_token`.'
+
 /** The success schema of a session route in cookie mode: its own, or the tokenless answer. */
 export const withCookieAnswer = (schema: TSchema | undefined): TSchema =>
   schema === undefined ? CookieSessionResponse : Type.Union([schema, CookieSessionResponse])

@@ -3,7 +3,7 @@ import type { AuthRoute } from '../auth/routes/index.ts'
 import { AuthgateError, sendError } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import type { AnswerRewrite, HeldAnswer } from '../proxy/relay.ts'
-import { splitSessionAnswer } from './answer.ts'
+import { splitSessionAnswer, splitSessionRedirect } from './answer.ts'
 import { SESSION_MODE_HEADER } from './config.ts'
 import { sessionIdFrom } from './cookie.ts'
 import { sessionHandle } from './crypto.ts'
@@ -18,6 +18,10 @@ export interface ForwardAdditions {
   headers?: Record<string, string>
   rewrite?: AnswerRewrite
 }
+
+/** HTML escaping as Go's `http.Redirect` writes the location into its body. */
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' })[c]!)
 
 const hasBearer = (request: FastifyRequest) => {
   const h = request.headers.authorization
@@ -113,6 +117,7 @@ export class SessionGate {
   }
 
   async #issue(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
+    if (answer.status >= 300 && answer.status < 400) return this.#issueRedirect(reply, answer, previous)
     if (answer.status !== 200) return answer
     const split = splitSessionAnswer(answer.body)
     if (split === undefined) return answer
@@ -122,6 +127,26 @@ export class SessionGate {
     reply.header('set-cookie', this.sessions.cookie(created))
     reply.header('cache-control', 'no-store')
     return { ...answer, body: Buffer.from(JSON.stringify(split.page)) }
+  }
+
+  /** An e-mail link's redirect with the session in the fragment: stored, the fragment without the tokens. */
+  async #issueRedirect(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
+    const at = answer.headers.findIndex((v, i) => i % 2 === 0 && v.toLowerCase() === 'location')
+    const split = at === -1 ? undefined : splitSessionRedirect(answer.headers[at + 1]!)
+    if (split === undefined) return answer
+    // The fragment has no user: asked of Supabase Auth once, for `GET /session`.
+    const tokens = { ...split.tokens, user: await this.sessions.userOf(split.tokens.accessToken) }
+    const created = await this.sessions.create(tokens)
+    if (previous !== undefined) await this.sessions.end(previous)
+    reply.header('set-cookie', this.sessions.cookie(created))
+    reply.header('cache-control', 'no-store')
+    const headers = answer.headers.slice()
+    const old = headers[at + 1]!
+    headers[at + 1] = split.location
+    // The body is Supabase Auth's "See Other" link to the same location: it loses the tokens too.
+    let body = answer.body.toString('utf8').replace(escapeHtml(old), escapeHtml(split.location))
+    if (body.includes('access_token')) body = ''
+    return { ...answer, headers, body: Buffer.from(body) }
   }
 
   /** `/logout` with the cookie's session: forgotten here once Supabase Auth has revoked it (or no longer knows it). */

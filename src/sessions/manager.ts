@@ -130,6 +130,24 @@ export class CookieSessions {
     return active
   }
 
+  /** The user of an access token (`GET /user`), or null when Supabase Auth does not answer it. */
+  async userOf(accessToken: string): Promise<unknown> {
+    try {
+      const response = await this.#backend.fetch(this.#backend.resolve('/user'), {
+        headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
+        signal: AbortSignal.timeout(this.#backend.options.timeoutMs),
+      })
+      if (response.status !== 200) {
+        await response.body?.cancel()
+        return null
+      }
+      return (await response.json()) as unknown
+    } catch (err) {
+      this.#log.warn({ err }, 'cookie session: the user of a new session could not be read')
+      return null
+    }
+  }
+
   /** Forgets a session here (Supabase Auth is not asked: sign-out goes through `/logout`). */
   async end(handle: string): Promise<void> {
     this.#touched.delete(handle)

@@ -326,6 +326,7 @@ export const coreRoutes = withDefaults(CORE, [
   {
     method: 'GET',
     path: '/verify',
+    session: 'issue',
     kind: 'relay',
     summary: 'Follow an e-mail link',
     description:
