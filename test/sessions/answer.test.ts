@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { splitSessionAnswer } from '../../src/sessions/answer.ts'
+import { splitSessionAnswer, splitSessionRedirect } from '../../src/sessions/answer.ts'
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v))
 const jwt = (payload: object) => `e30.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.sig`
@@ -47,5 +47,32 @@ describe('splitting a session answer', () => {
     assert.equal(splitSessionAnswer(json({ id: 'user-awaiting-confirmation' })), undefined)
     assert.equal(splitSessionAnswer(json({ access_token: 'a', refresh_token: '' })), undefined)
     assert.equal(splitSessionAnswer(json({ access_token: 'a' })), undefined)
+  })
+})
+
+describe('splitting a session redirect', () => {
+  it('keeps the tokens and the rest of the fragment', () => {
+    const split = splitSessionRedirect(
+      'https://app.example.com/welcome?x=1#access_token=at&expires_at=1800000000&expires_in=3600&refresh_token=rt&token_type=bearer&type=magiclink&provider_token=pt',
+    )
+    assert.ok(split)
+    assert.deepEqual(split.tokens, { accessToken: 'at', refreshToken: 'rt', expiresAt: 1800000000, user: null })
+    assert.equal(
+      split.location,
+      'https://app.example.com/welcome?x=1#expires_at=1800000000&expires_in=3600&token_type=bearer&type=magiclink',
+    )
+  })
+
+  it('expires_in when there is no expires_at; nothing left: no fragment', () => {
+    const split = splitSessionRedirect('https://a.example.com/#access_token=at&refresh_token=rt&expires_in=60', 1_700_000_000_000)
+    assert.equal(split?.tokens.expiresAt, 1_700_000_060)
+    assert.equal(split?.location, 'https://a.example.com/#expires_in=60')
+    assert.equal(splitSessionRedirect('https://a.example.com/#access_token=at&refresh_token=rt')?.location, 'https://a.example.com/')
+  })
+
+  it('a redirect without a session is none', () => {
+    assert.equal(splitSessionRedirect('https://a.example.com/?code=abc'), undefined)
+    assert.equal(splitSessionRedirect('https://a.example.com/#error=access_denied'), undefined)
+    assert.equal(splitSessionRedirect('https://a.example.com/#access_token=at'), undefined)
   })
 })

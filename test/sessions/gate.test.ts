@@ -298,6 +298,26 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     }
   })
 
+  it('in request mode an e-mail link (no header) redirects with its tokens as before', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(303, { location: 'https://app.example.com/#access_token=a&refresh_token=r', 'content-type': 'text/html' })
+      res.end('x')
+    }
+    const res = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
+    assert.equal(res.statusCode, 303)
+    assert.match(String(res.headers.location), /access_token=a/)
+  })
+
+  it('an answer too large to hold is a 502, not relayed', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(Buffer.alloc(2 * 1024 * 1024, 32))
+    }
+    const res = await signIn()
+    assert.equal(res.statusCode, 502)
+    assert.equal(res.json().error_code, 'backend_unreachable')
+  })
+
   it('the document: GET /session, and session routes say cookie mode drops the tokens', async () => {
     const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
       paths: Record<string, Record<string, { description?: string; responses: Record<string, unknown> }>>
@@ -316,12 +336,48 @@ describe('cookie sessions in `on` mode', () => {
   let h: Harness
   before(async () => {
     h = await withFakeBackend({}, { sessions: { keys: [KEY] } })
+  })
+  after(() => h.close())
+  beforeEach(() => {
     h.backend.handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end('{"access_token":"a","refresh_token":"r","expires_in":60,"user":{"id":"u"}}')
     }
   })
-  after(() => h.close())
+
+  it('an e-mail link: the cookie; Location and body without the tokens', async () => {
+    const location = 'https://app.example.com/welcome#access_token=a&expires_in=60&refresh_token=r&type=magiclink'
+    const escaped = location.replaceAll('&', '&amp;')
+    h.backend.handler = (req, res) => {
+      if (req.url === '/user') {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        return void res.end('{"id":"u","email":"link@example.com"}')
+      }
+      res.writeHead(303, { location, 'content-type': 'text/html; charset=utf-8' })
+      res.end(`<a href="${escaped}">See Other</a>.\n\n`)
+    }
+    const res = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
+    assert.equal(res.statusCode, 303)
+    assert.equal(res.headers.location, 'https://app.example.com/welcome#expires_in=60&type=magiclink')
+    assert.equal(res.body, '<a href="https://app.example.com/welcome#expires_in=60&amp;type=magiclink">See Other</a>.\n\n')
+    const cookie = cookieOf(res).split(';')[0]!
+    const session = await h.app.inject({ method: 'GET', url: '/auth/session', headers: { cookie } })
+    assert.equal(session.json().user.email, 'link@example.com')
+    // A user Supabase Auth does not answer: the session is kept, without a user.
+    h.backend.handler = (req, res) => {
+      if (req.url === '/user') return void res.writeHead(500).end()
+      res.writeHead(303, { location }).end('<a href="elsewhere?access_token=a">x</a>')
+    }
+    const second = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
+    assert.equal(second.body, '')
+    const bare = await h.app.inject({ method: 'GET', url: '/auth/session', headers: { cookie: cookieOf(second).split(';')[0]! } })
+    assert.equal(bare.json().user, null)
+    // A redirect without a session (PKCE, an error) is relayed as it is.
+    h.backend.handler = (_req, res) => res.writeHead(303, { location: 'https://app.example.com/?code=c' }).end()
+    const pkce = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
+    assert.equal(pkce.headers.location, 'https://app.example.com/?code=c')
+    assert.equal(pkce.headers['set-cookie'], undefined)
+  })
 
   it('every session answer becomes the cookie, no header needed', async () => {
     const res = await h.app.inject({
