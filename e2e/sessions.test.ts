@@ -194,10 +194,7 @@ describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMis
   it("the application's protected route and authgate's bearer routes answer with the user", async () => {
     const me = await call('/api/me')
     assert.equal(me.status, 200, me.body)
-    assert.deepEqual(
-      { ...JSON.parse(me.body), sub: undefined },
-      { email, sub: undefined, aal: 'aal1', bearer: true },
-    )
+    assert.deepEqual({ ...JSON.parse(me.body), sub: undefined }, { email, sub: undefined, aal: 'aal1', bearer: true })
     const user = await call('/auth/user')
     assert.equal(user.status, 200, user.body)
     assert.equal((JSON.parse(user.body) as { email: string }).email, email)
@@ -408,7 +405,11 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
   it("the refresh_token grant: a page's existing session moves into the cookie", async () => {
     const email = `moving-${Date.now()}@example.com`
     await cookieAnswer(
-      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) }),
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
     )
     // Tokens a page got before cookie mode (straight from Supabase Auth here).
     const direct = await fetch(`${stack.backend.url}/token?grant_type=password`, {
@@ -430,7 +431,11 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
   it('an e-mail link verified by its token_hash', async () => {
     const email = `link-${Date.now()}@example.com`
     await cookieAnswer(
-      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) }),
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
     )
     const link = await fetch(`${stack.backend.url}/admin/generate_link`, {
       method: 'POST',
@@ -452,7 +457,11 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
   it('an e-mail link followed in the browser (GET /verify): the cookie, and a fragment without tokens', async () => {
     const email = `magic-${Date.now()}@example.com`
     await cookieAnswer(
-      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) }),
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
     )
     const link = await fetch(`${stack.backend.url}/admin/generate_link`, {
       method: 'POST',
@@ -476,7 +485,11 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
   it('MFA verify with the cookie raises the session to aal2 under a new cookie; the old one ends', async () => {
     const email = `mfa-${Date.now()}@example.com`
     const { cookie } = await cookieAnswer(
-      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: JSON.stringify({ email, password: PASSWORD }) }),
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
     )
     const own = { ...headers, cookie, origin: stack.url }
     const enrolled = await fetch(`${stack.url}/auth/factors`, {
@@ -486,7 +499,11 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
     })
     assert.equal(enrolled.status, 200)
     const factor = (await enrolled.json()) as { id: string; totp: { secret: string } }
-    const challenge = await fetch(`${stack.url}/auth/factors/${factor.id}/challenge`, { method: 'POST', headers: own, body: '{}' })
+    const challenge = await fetch(`${stack.url}/auth/factors/${factor.id}/challenge`, {
+      method: 'POST',
+      headers: own,
+      body: '{}',
+    })
     assert.equal(challenge.status, 200)
     const { id: challengeId } = (await challenge.json()) as { id: string }
     const verified = await cookieAnswer(

@@ -10,7 +10,13 @@ import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
-import { createSessionGate, documentCookieAccess, mountSessionRoute, type SessionGate, type SessionOptions } from './sessions/index.ts'
+import {
+  createSessionGate,
+  documentCookieAccess,
+  mountSessionRoute,
+  type SessionGate,
+  type SessionOptions,
+} from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'
@@ -133,7 +139,9 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
   // Waits (bounded, never throws) for Redis so the first requests are limited too.
   if (rateLimiter) await rateLimiter.ready()
   if (sessions && !(await sessions.sessions.store.ready(5_000)))
-    app.log.warn('cookie sessions: the session store is not reachable yet; requests with a session cookie get 503 until it is')
+    app.log.warn(
+      'cookie sessions: the session store is not reachable yet; requests with a session cookie get 503 until it is',
+    )
 
   const routes = enabledRoutes(config.disabledGroups)
   await app.register(

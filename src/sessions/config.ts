@@ -63,7 +63,8 @@ export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAM
   // Browsers refuse a `__Host-` or `__Secure-` cookie without Secure: it would silently never be set.
   if (!secure && /^__(host|secure)-/i.test(cookieName))
     throw new AuthgateConfigError(names.secure, `a ${cookieName.split('-')[0]}- cookie must be Secure`)
-  const lifetimeMs = options.lifetimeMs ?? parseDuration(names.lifetimeMs, settingValue({}, 'AUTHGATE_SESSION_LIFETIME')!)
+  const lifetimeMs =
+    options.lifetimeMs ?? parseDuration(names.lifetimeMs, settingValue({}, 'AUTHGATE_SESSION_LIFETIME')!)
   const idleTimeoutMs =
     options.idleTimeoutMs ?? parseDuration(names.idleTimeoutMs, settingValue({}, 'AUTHGATE_SESSION_IDLE_TIMEOUT')!)
   if (lifetimeMs < 60_000) throw new AuthgateConfigError(names.lifetimeMs, 'must be at least a minute')
@@ -129,8 +130,7 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
   if (storeKind === 'memory') store = { kind: 'memory', maxEntries: 100_000 }
   else if (storeKind === 'redis') {
     const url = envValue(env, 'AUTHGATE_REDIS_URL')
-    if (url === undefined)
-      throw new AuthgateConfigError('AUTHGATE_SESSION_STORE', '`redis` needs AUTHGATE_REDIS_URL')
+    if (url === undefined) throw new AuthgateConfigError('AUTHGATE_SESSION_STORE', '`redis` needs AUTHGATE_REDIS_URL')
     try {
       // The URL may hold a password: the message never echoes it.
       parseRedisUrl(url)
@@ -146,7 +146,10 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
       timeoutMs: parseDuration('AUTHGATE_SESSION_REDIS_TIMEOUT', setting('AUTHGATE_SESSION_REDIS_TIMEOUT')),
     }
   } else
-    throw new AuthgateConfigError('AUTHGATE_SESSION_STORE', `must be "memory" or "redis", got ${JSON.stringify(storeKind)}`)
+    throw new AuthgateConfigError(
+      'AUTHGATE_SESSION_STORE',
+      `must be "memory" or "redis", got ${JSON.stringify(storeKind)}`,
+    )
   return resolveSessionConfig(
     {
       mode,

@@ -28,7 +28,8 @@ export const SessionStatusResponse = Type.Object(
   {
     user: UserObject,
     expires_at: Type.Integer({
-      description: 'When the session ends unless it is used again (idle timeout) or at the latest (lifetime), Unix seconds',
+      description:
+        'When the session ends unless it is used again (idle timeout) or at the latest (lifetime), Unix seconds',
       examples: [1795000000],
     }),
   },
@@ -59,7 +60,10 @@ export function sessionRouteSchema(): Record<string, unknown> {
     response: {
       200: { description: 'The signed-in user and when the session ends', ...json(SessionStatusResponse) },
       401: { description: 'No session cookie, or its session has ended (`no_session`)', ...json(ErrorSchema) },
-      503: { description: 'The session store could not be reached (`session_store_unavailable`)', ...json(ErrorSchema) },
+      503: {
+        description: 'The session store could not be reached (`session_store_unavailable`)',
+        ...json(ErrorSchema),
+      },
     },
     'x-error-codes': { '401': ['no_session'], '503': ['session_store_unavailable'] },
   }

@@ -178,6 +178,9 @@ export class SessionGate {
     const { session } = active
     const idleEnd = Date.now() + this.sessions.config.idleTimeoutMs
     const body = { user: session.user, expires_at: Math.floor(Math.min(session.endsAt, idleEnd) / 1000) }
-    return reply.code(200).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(body)))
+    return reply
+      .code(200)
+      .header('content-type', 'application/json')
+      .send(Buffer.from(JSON.stringify(body)))
   }
 }

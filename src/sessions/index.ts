@@ -65,7 +65,8 @@ export function documentCookieAccess(app: FastifyInstance): void {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (methods.some((m) => UNSAFE.has(String(m).toUpperCase())))
       access.errors['403'] ??= {
-        description: 'Forbidden: a role, assurance level or scope is missing, or a cross-site use of the session cookie (`cross_site_request`)',
+        description:
+          'Forbidden: a role, assurance level or scope is missing, or a cross-site use of the session cookie (`cross_site_request`)',
       }
     access.errors['503'] ??= { description: 'The session store could not be reached (`session_store_unavailable`)' }
   })

@@ -33,10 +33,23 @@ describe('splitting a session answer', () => {
 
   it('the expiry from expires_in, else the token, else now', () => {
     const now = 1_700_000_000_000
-    assert.equal(splitSessionAnswer(json({ access_token: 'a', refresh_token: 'r', expires_in: 60 }), now)?.tokens.expiresAt, 1_700_000_060)
-    assert.equal(splitSessionAnswer(json({ access_token: jwt({ exp: 1_700_000_100 }), refresh_token: 'r' }), now)?.tokens.expiresAt, 1_700_000_100)
-    assert.equal(splitSessionAnswer(json({ access_token: jwt({}), refresh_token: 'r' }), now)?.tokens.expiresAt, 1_700_000_000)
-    assert.equal(splitSessionAnswer(json({ access_token: 'x.%%%.y', refresh_token: 'r' }), now)?.tokens.expiresAt, 1_700_000_000)
+    assert.equal(
+      splitSessionAnswer(json({ access_token: 'a', refresh_token: 'r', expires_in: 60 }), now)?.tokens.expiresAt,
+      1_700_000_060,
+    )
+    assert.equal(
+      splitSessionAnswer(json({ access_token: jwt({ exp: 1_700_000_100 }), refresh_token: 'r' }), now)?.tokens
+        .expiresAt,
+      1_700_000_100,
+    )
+    assert.equal(
+      splitSessionAnswer(json({ access_token: jwt({}), refresh_token: 'r' }), now)?.tokens.expiresAt,
+      1_700_000_000,
+    )
+    assert.equal(
+      splitSessionAnswer(json({ access_token: 'x.%%%.y', refresh_token: 'r' }), now)?.tokens.expiresAt,
+      1_700_000_000,
+    )
     assert.equal(splitSessionAnswer(json({ access_token: 'a', refresh_token: 'r' }), now)?.tokens.user, null)
   })
 
@@ -64,10 +77,16 @@ describe('splitting a session redirect', () => {
   })
 
   it('expires_in when there is no expires_at; nothing left: no fragment', () => {
-    const split = splitSessionRedirect('https://a.example.com/#access_token=at&refresh_token=rt&expires_in=60', 1_700_000_000_000)
+    const split = splitSessionRedirect(
+      'https://a.example.com/#access_token=at&refresh_token=rt&expires_in=60',
+      1_700_000_000_000,
+    )
     assert.equal(split?.tokens.expiresAt, 1_700_000_060)
     assert.equal(split?.location, 'https://a.example.com/#expires_in=60')
-    assert.equal(splitSessionRedirect('https://a.example.com/#access_token=at&refresh_token=rt')?.location, 'https://a.example.com/')
+    assert.equal(
+      splitSessionRedirect('https://a.example.com/#access_token=at&refresh_token=rt')?.location,
+      'https://a.example.com/',
+    )
   })
 
   it('a redirect without a session is none', () => {

@@ -38,7 +38,10 @@ describe('cookie-session settings', () => {
         .allowedOrigins,
       ['https://a.example.com'],
     )
-    assert.throws(() => loadSessionConfig({ ...env, AUTHGATE_SESSION_ORIGINS: 'nope' }), named('AUTHGATE_SESSION_ORIGINS'))
+    assert.throws(
+      () => loadSessionConfig({ ...env, AUTHGATE_SESSION_ORIGINS: 'nope' }),
+      named('AUTHGATE_SESSION_ORIGINS'),
+    )
   })
 
   it('the Redis store: AUTHGATE_REDIS_URL, its own key prefix and timeout', () => {
@@ -76,9 +79,18 @@ describe('cookie-session settings', () => {
       () => loadSessionConfig({ ...on, AUTHGATE_SESSION_COOKIE_SECURE: 'maybe' }),
       named('AUTHGATE_SESSION_COOKIE_SECURE'),
     )
-    assert.throws(() => loadSessionConfig({ ...on, AUTHGATE_SESSION_COOKIE_NAME: 'a b' }), named('AUTHGATE_SESSION_COOKIE_NAME'))
-    assert.throws(() => loadSessionConfig({ ...on, AUTHGATE_SESSION_LIFETIME: '30s' }), named('AUTHGATE_SESSION_LIFETIME'))
-    assert.throws(() => loadSessionConfig({ ...on, AUTHGATE_SESSION_IDLE_TIMEOUT: '10s' }), named('AUTHGATE_SESSION_IDLE_TIMEOUT'))
+    assert.throws(
+      () => loadSessionConfig({ ...on, AUTHGATE_SESSION_COOKIE_NAME: 'a b' }),
+      named('AUTHGATE_SESSION_COOKIE_NAME'),
+    )
+    assert.throws(
+      () => loadSessionConfig({ ...on, AUTHGATE_SESSION_LIFETIME: '30s' }),
+      named('AUTHGATE_SESSION_LIFETIME'),
+    )
+    assert.throws(
+      () => loadSessionConfig({ ...on, AUTHGATE_SESSION_IDLE_TIMEOUT: '10s' }),
+      named('AUTHGATE_SESSION_IDLE_TIMEOUT'),
+    )
   })
 
   it('plain-http development: another name without Secure', () => {

@@ -19,7 +19,10 @@ describe('the session cookie', () => {
   })
 
   it('is cleared with an empty value and Max-Age=0', () => {
-    assert.match(clearedCookie(settings), /^__Host-authgate-session=; Path=\/; Max-Age=0; HttpOnly; Secure; SameSite=Lax$/)
+    assert.match(
+      clearedCookie(settings),
+      /^__Host-authgate-session=; Path=\/; Max-Age=0; HttpOnly; Secure; SameSite=Lax$/,
+    )
     assert.match(sessionCookie(settings, 'x', -5), /Max-Age=0/)
   })
 

@@ -7,15 +7,20 @@ describe('the cross-site check of cookie-authenticated requests', () => {
   let app: FastifyInstance
   before(async () => {
     app = Fastify()
-    app.post('/x', async (request) => ({ reason: crossSiteReason(request, ['https://app.example.com']) ?? null, own: ownOrigin(request) }))
+    app.post('/x', async (request) => ({
+      reason: crossSiteReason(request, ['https://app.example.com']) ?? null,
+      own: ownOrigin(request),
+    }))
     await app.ready()
   })
   after(() => app.close())
 
   const reason = async (headers: Record<string, string>) =>
-    ((await app.inject({ method: 'POST', url: '/x', headers: { host: 'api.example.com', ...headers } })).json() as {
-      reason: string | null
-    }).reason
+    (
+      (await app.inject({ method: 'POST', url: '/x', headers: { host: 'api.example.com', ...headers } })).json() as {
+        reason: string | null
+      }
+    ).reason
 
   it('the own origin and the allowed ones pass', async () => {
     assert.equal(await reason({ origin: 'http://api.example.com' }), null)
@@ -35,9 +40,14 @@ describe('the cross-site check of cookie-authenticated requests', () => {
   })
 
   it('only unsafe methods are checked', () => {
-    assert.deepEqual(
-      ['GET', 'head', 'OPTIONS', 'POST', 'put', 'PATCH', 'DELETE'].map(isUnsafeMethod),
-      [false, false, false, true, true, true, true],
-    )
+    assert.deepEqual(['GET', 'head', 'OPTIONS', 'POST', 'put', 'PATCH', 'DELETE'].map(isUnsafeMethod), [
+      false,
+      false,
+      false,
+      true,
+      true,
+      true,
+      true,
+    ])
   })
 })

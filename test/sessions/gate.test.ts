@@ -127,7 +127,10 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.deepEqual(Object.keys(body).sort(), ['expires_at', 'expires_in', 'token_type', 'user'])
     assert.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)))
     assert.equal(res.headers['cache-control'], 'no-store')
-    assert.match(cookieOf(res), /^__Host-authgate-session=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=604800; HttpOnly; Secure; SameSite=Lax$/)
+    assert.match(
+      cookieOf(res),
+      /^__Host-authgate-session=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=604800; HttpOnly; Secure; SameSite=Lax$/,
+    )
   })
 
   it('a sign-in over an older cookie replaces it; the old session is forgotten', async () => {
@@ -300,7 +303,10 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
 
   it('in request mode an e-mail link (no header) redirects with its tokens as before', async () => {
     h.backend.handler = (_req, res) => {
-      res.writeHead(303, { location: 'https://app.example.com/#access_token=a&refresh_token=r', 'content-type': 'text/html' })
+      res.writeHead(303, {
+        location: 'https://app.example.com/#access_token=a&refresh_token=r',
+        'content-type': 'text/html',
+      })
       res.end('x')
     }
     const res = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
@@ -359,7 +365,10 @@ describe('cookie sessions in `on` mode', () => {
     const res = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
     assert.equal(res.statusCode, 303)
     assert.equal(res.headers.location, 'https://app.example.com/welcome#expires_in=60&type=magiclink')
-    assert.equal(res.body, '<a href="https://app.example.com/welcome#expires_in=60&amp;type=magiclink">See Other</a>.\n\n')
+    assert.equal(
+      res.body,
+      '<a href="https://app.example.com/welcome#expires_in=60&amp;type=magiclink">See Other</a>.\n\n',
+    )
     const cookie = cookieOf(res).split(';')[0]!
     const session = await h.app.inject({ method: 'GET', url: '/auth/session', headers: { cookie } })
     assert.equal(session.json().user.email, 'link@example.com')
@@ -370,7 +379,11 @@ describe('cookie sessions in `on` mode', () => {
     }
     const second = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
     assert.equal(second.body, '')
-    const bare = await h.app.inject({ method: 'GET', url: '/auth/session', headers: { cookie: cookieOf(second).split(';')[0]! } })
+    const bare = await h.app.inject({
+      method: 'GET',
+      url: '/auth/session',
+      headers: { cookie: cookieOf(second).split(';')[0]! },
+    })
     assert.equal(bare.json().user, null)
     // A redirect without a session (PKCE, an error) is relayed as it is.
     h.backend.handler = (_req, res) => res.writeHead(303, { location: 'https://app.example.com/?code=c' }).end()

@@ -167,9 +167,15 @@ describe('CookieSessions', () => {
       )
     }
     fake.handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
-    await assert.rejects(sessions.use(created.id, context), (err: unknown) => (err as AuthgateError).code === 'unexpected_failure')
+    await assert.rejects(
+      sessions.use(created.id, context),
+      (err: unknown) => (err as AuthgateError).code === 'unexpected_failure',
+    )
     fake.handler = (req) => req.socket.destroy()
-    await assert.rejects(sessions.use(created.id, context), (err: unknown) => (err as AuthgateError).code === 'backend_unreachable')
+    await assert.rejects(
+      sessions.use(created.id, context),
+      (err: unknown) => (err as AuthgateError).code === 'backend_unreachable',
+    )
     assert.ok(await sessions.load(created.id))
   })
 
@@ -186,7 +192,10 @@ describe('CookieSessions', () => {
       const created = await sessions.create(tokens())
       now += 61_000
       fake.handler = (_req, res) => setTimeout(() => res.writeHead(500).end(), 500)
-      await assert.rejects(sessions.use(created.id, context), (err: unknown) => (err as AuthgateError).code === 'request_timeout')
+      await assert.rejects(
+        sessions.use(created.id, context),
+        (err: unknown) => (err as AuthgateError).code === 'request_timeout',
+      )
     } finally {
       await slow.close()
     }
