@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
@@ -9,6 +9,7 @@ import { defineRoute } from '../src/routes-dsl/index.ts'
 import type { SessionOptions } from '../src/sessions/index.ts'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
+import { postgresTarget, runPsql } from './support/postgres.ts'
 import { startGateway, startStack, type Gateway, type Stack } from './support/stack.ts'
 import { totp } from './support/totp.ts'
 import {
@@ -479,6 +480,48 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
     const body = await res.text()
     assert.doesNotMatch(body, /access_token|refresh_token/)
     const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!
+    assert.equal((await session(cookie)).body.user?.email, email)
+  })
+
+  it('the PKCE grant: a magic link with ?code= exchanged for the cookie', async () => {
+    const email = `pkce-${Date.now()}@example.com`
+    await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
+    )
+    const verifier = randomBytes(32).toString('base64url')
+    const challenge = createHash('sha256').update(verifier).digest('base64url')
+    const otp = await fetch(`${stack.url}/auth/otp`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ email, code_challenge: challenge, code_challenge_method: 's256' }),
+    })
+    assert.equal(otp.status, 200, await otp.text())
+    // The link's token, as the e-mail would carry it (no mail server here).
+    const token = await runPsql(
+      postgresTarget(),
+      stack.backend.database,
+      `SELECT recovery_token FROM auth.users WHERE email = '${email}'`,
+    )
+    assert.match(token, /^pkce_/)
+    const link = await fetch(
+      `${stack.url}/auth/verify?token=${token}&type=magiclink&redirect_to=${encodeURIComponent('http://localhost:3000/cb')}`,
+      { redirect: 'manual' },
+    )
+    assert.equal(link.status, 303)
+    const code = new URL(link.headers.get('location') ?? '').searchParams.get('code')
+    assert.ok(code, link.headers.get('location') ?? '')
+    assert.equal(link.headers.get('set-cookie'), null)
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/token?grant_type=pkce`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ auth_code: code, code_verifier: verifier }),
+      }),
+    )
     assert.equal((await session(cookie)).body.user?.email, email)
   })
 
