@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { mkdir, readFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, CDPSession, Page } from 'playwright-core'
@@ -54,6 +55,8 @@ describe('passkeys in headless Chromium through authgate', () => {
     const html = await readFile(new URL('./pages/passkey.html', import.meta.url), 'utf8')
     stack = await startStack({
       database: 'authgate_e2e_passkeys',
+      // Cookie sessions only for requests that ask (X-Authgate-Session: cookie): the other tests use tokens.
+      sessions: { mode: 'request', keys: [{ id: 'k1', key: randomBytes(32) }] },
       beforeListen: (app) => {
         app.get(PAGE_PATH, async (_request, reply) => reply.type('text/html; charset=utf-8').send(html))
       },
@@ -142,6 +145,36 @@ describe('passkeys in headless Chromium through authgate', () => {
       JSON.stringify(claims.amr),
     )
     userToken = session.access_token
+  })
+
+  it('in cookie mode the passkey sign-in answers the HttpOnly cookie and no token', needsBrowser, async () => {
+    // The page asks for a cookie session on its next calls, as an application moving over would.
+    await page.evaluate(() => {
+      const plain = window.fetch
+      ;(window as unknown as { plainFetch: typeof fetch }).plainFetch = plain
+      window.fetch = (input, init = {}) =>
+        plain(input, { ...init, headers: { ...(init.headers as object), 'x-authgate-session': 'cookie' } })
+    })
+    try {
+      const result = await page.evaluate(() => (window as unknown as E2eWindow).e2e.signIn())
+      assert.equal(result.verify?.status, 200, JSON.stringify(result.verify?.body))
+      const body = result.verify?.body as Partial<Session>
+      assert.equal(body.user?.id, userId)
+      assert.equal('access_token' in body, false)
+      assert.equal('refresh_token' in body, false)
+      const cookie = (await page.context().cookies(stack.publicOrigin)).find(
+        (c) => c.name === '__Host-authgate-session',
+      )
+      assert.equal(cookie?.httpOnly, true)
+      const stored = await stack.app.authgate.sessions!.sessions.load(cookie!.value)
+      const claims = decodeJws(stored!.session.accessToken).payload as { sub?: string; amr?: Array<{ method: string }> }
+      assert.equal(claims.sub, userId)
+      assert.ok(claims.amr?.some((entry) => /passkey|webauthn/.test(entry.method)))
+    } finally {
+      await page.evaluate(() => {
+        window.fetch = (window as unknown as { plainFetch: typeof fetch }).plainFetch
+      })
+    }
   })
 
   it('lists the passkey', needsBrowser, async () => {

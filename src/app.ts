@@ -126,6 +126,8 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     config,
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
     ...(options.rateLimitStore !== undefined ? { rateLimitStore: options.rateLimitStore } : {}),
+    ...(options.sessions !== undefined ? { sessions: options.sessions } : {}),
+    ...(options.sessionStore !== undefined ? { sessionStore: options.sessionStore } : {}),
   })
   const { backend, forwarder, rateLimiter } = app.authgate
   // Every answer names its request id, so a client's report can be matched to the log line.

@@ -25,6 +25,13 @@ export const ERRORS = {
   insufficient_aal: { status: 401, message: 'This endpoint requires a higher authentication assurance level (MFA)' },
   insufficient_role: { status: 403, message: "The access token's role may not perform this operation" },
   insufficient_scope: { status: 403, message: 'The access token lacks a scope this operation requires' },
+  // Cookie sessions (src/sessions/).
+  no_session: { status: 401, message: 'No signed-in session: the session cookie is absent or the session has ended' },
+  cross_site_request: {
+    status: 403,
+    message: 'A request authenticated by the session cookie must come from an allowed origin',
+  },
+  session_store_unavailable: { status: 503, message: 'The session store could not be reached' },
   backend_unreachable: { status: 502, message: 'The authentication backend could not be reached' },
   request_timeout: { status: 504, message: 'The authentication backend did not answer in time' },
   unexpected_failure: { status: 500, message: 'Unexpected failure' },

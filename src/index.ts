@@ -43,3 +43,8 @@ export { resolveOpenApiConfig, type OpenApiOptions } from './docs-server/index.t
 // Verifying Supabase Auth's tokens on the application's routes.
 export { authgateProtect, type ProtectOptions, type AuthOption, type AuthUser } from './protect/index.ts'
 export { TokenRejected, JwksUnavailableError } from './protect/index.ts'
+
+// Cookie sessions (docs/sessions.md): options only, turned on through `buildApp` or the plugin.
+export type { SessionConfig, SessionOptions } from './sessions/index.ts'
+export type { SessionStore } from './sessions/store.ts'
+export type { SessionKey } from './sessions/crypto.ts'

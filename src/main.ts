@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     process.exit(2)
   }
   const settings = configured()
-  const { core: config, rateLimit, openapi, workers } = settings
+  const { core: config, rateLimit, openapi, workers, sessions } = settings
   if (workers > 1 && cluster.isPrimary) {
     const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
     runPrimary({
@@ -83,6 +83,7 @@ async function main(): Promise<void> {
       rateLimit,
       ...(rateLimitStore ? { rateLimitStore } : {}),
       openapi,
+      ...(sessions ? { sessions } : {}),
       logger: true,
       processMetrics: true,
       clusterMetrics: cluster.isWorker,

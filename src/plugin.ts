@@ -11,6 +11,14 @@ import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
 import { autoconfirmLookup } from './ratelimit/autoconfirm.ts'
+import {
+  createSessionGate,
+  documentCookieAccess,
+  mountSessionRoute,
+  type SessionGate,
+  type SessionOptions,
+} from './sessions/index.ts'
+import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'
 
@@ -45,6 +53,14 @@ export interface AuthgatePluginOptions {
   rateLimit?: RateLimitConfig | false
   /** Where buckets live instead of the store the rate-limit configuration selects (a custom store; a cluster worker's). */
   rateLimitStore?: RateLimitStore
+  /**
+   * Cookie sessions (docs/sessions.md): session answers stored by authgate and answered with an
+   * HttpOnly cookie; the cookie stands for the bearer on authgate's and the application's routes.
+   * Off unless given.
+   */
+  sessions?: SessionOptions | false
+  /** Where cookie sessions live instead of the store their configuration selects (tests). */
+  sessionStore?: SessionStore
 }
 
 /** What the plugin decorates the instance with, for hooks and health checks of the application. */
@@ -54,6 +70,8 @@ export interface AuthgateState {
   backend: SupabaseAuthClient
   forwarder: Forwarder
   rateLimiter: RateLimiter | undefined
+  /** Cookie sessions, when turned on. */
+  sessions: SessionGate | undefined
 }
 
 declare module 'fastify' {
@@ -106,13 +124,26 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
           ...(options.rateLimitStore ? { store: options.rateLimitStore } : {}),
           autoconfirms: autoconfirmLookup(backend),
         })
-  app.decorate('authgate', { config, backend, forwarder, rateLimiter })
+  const sessions = options.sessions
+    ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
+    : undefined
+  app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions })
+  // The protect hook (src/protect/hook.ts) finds the cookie sessions here.
+  if (sessions) {
+    app.decorate('authgateSessions', sessions)
+    documentCookieAccess(app)
+  }
   app.addHook('onClose', async () => {
     await backend.close()
     await rateLimiter?.close()
+    await sessions?.sessions.store.close()
   })
   // Waits (bounded, never throws) for Redis so the first requests are limited too.
   if (rateLimiter) await rateLimiter.ready()
+  if (sessions && !(await sessions.sessions.store.ready(5_000)))
+    app.log.warn(
+      'cookie sessions: the session store is not reachable yet; requests with a session cookie get 503 until it is',
+    )
 
   const routes = enabledRoutes(config.disabledGroups)
   await app.register(
@@ -136,7 +167,9 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
               bodyLimitHook: (route) => rateLimiter.bodyHookFor(route.method, route.path),
             }
           : {}),
+        ...(sessions ? { sessions } : {}),
       })
+      if (sessions) mountSessionRoute(scope, sessions)
     },
     { prefix: config.prefix },
   )

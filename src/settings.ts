@@ -5,6 +5,7 @@ import { AuthgateConfigError, type Env } from './config/env.ts'
 import { settingValue } from './config/schema.ts'
 import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
+import { loadSessionConfig, type SessionConfig } from './sessions/config.ts'
 
 /**
  * The service's settings, read from the environment in this one place, each through the settings
@@ -18,6 +19,8 @@ export interface ServiceSettings {
   workers: number
   /** AUTHGATE_PUBLIC_URL: where clients reach the auth routes (`authgate doctor` checks links against it). */
   publicUrl: string | undefined
+  /** Cookie sessions; undefined when off. */
+  sessions: SessionConfig | undefined
 }
 
 /** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
@@ -53,11 +56,21 @@ export function loadPublicUrl(env: Env = {}): string | undefined {
 }
 
 export function loadServiceSettings(env: Env): ServiceSettings {
+  const core = loadCoreConfig(env)
+  const workers = loadWorkerCount(env)
+  const sessions = loadSessionConfig(env, core.corsOrigins)
+  // Each worker would hold its own sessions: a cookie would work on one worker in N.
+  if (sessions?.store.kind === 'memory' && workers > 1)
+    throw new AuthgateConfigError(
+      'AUTHGATE_SESSION_STORE',
+      'with AUTHGATE_WORKERS above 1 cookie sessions need the redis store (workers do not share memory)',
+    )
   return {
-    core: loadCoreConfig(env),
+    core,
     rateLimit: loadRateLimitSettings(env),
     openapi: loadOpenApiConfig(env),
-    workers: loadWorkerCount(env),
+    workers,
     publicUrl: loadPublicUrl(env),
+    sessions,
   }
 }

@@ -23,6 +23,10 @@ export interface StackOptions {
   corsOrigins?: string[]
   /** Names the gateway in the document check's report. */
   label?: string
+  /** Cookie sessions (docs/sessions.md); off unless given. */
+  sessions?: AuthgateOptions['sessions']
+  /** Token verification on the application's routes (docs/protect.md). */
+  protect?: AuthgateOptions['protect']
 }
 
 export interface Gateway {
@@ -66,6 +70,8 @@ export async function startGateway(
     },
     logger: false,
     rateLimit: options.rateLimit ?? false,
+    ...(options.sessions ? { sessions: options.sessions } : {}),
+    ...(options.protect ? { protect: options.protect } : {}),
   })
   await options.beforeListen?.(app)
   const observed = recordAnswers(app)

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { sendError } from '../errors.ts'
-import type { Forwarder } from '../proxy/forwarder.ts'
+import type { Forwarder, ForwardTarget } from '../proxy/forwarder.ts'
+import type { SessionGate } from '../sessions/gate.ts'
 import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
 import { bodyHook } from './body.ts'
 import { decodedBasicCredentials } from './client-credentials.ts'
@@ -23,6 +24,8 @@ export interface MountOptions {
    * body, so they run as a preHandler, after validation.
    */
   bodyLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
+  /** Cookie sessions (src/sessions/): the cookie's bearer on bearer routes, session answers into cookies. */
+  sessions?: SessionGate
 }
 
 declare module 'fastify' {
@@ -43,14 +46,39 @@ const noSerializer = () => (data: unknown) => JSON.stringify(data)
 /** `/factors/{factor_id}/verify` → `/factors/:factor_id/verify` */
 const fastifyUrl = (template: string) => template.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1')
 
-/** The handler that sends a route's request on to the backend. */
+/**
+ * The handler that sends a route's request on to the backend; with cookie sessions, through the
+ * session gate first, which may answer itself (a cross-site request) or add to what is forwarded.
+ */
 function forwardHandler(route: AuthRoute, options: MountOptions) {
+  const forward = plainForwardHandler(route, options)
+  const gate = options.sessions
+  if (gate === undefined || (!route.bearer && route.session === undefined)) return forward
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const added = await gate.forMountedRoute(request, reply, route)
+    if ('answered' in added) return added.answered
+    return forward(request, reply, added)
+  }
+}
+
+/** What the session gate adds to a forwarded request. */
+type Additions = Pick<ForwardTarget, 'headers' | 'rewrite'>
+
+/** The additions with the route's own mend of its answer run first (docs/decisions.md, D28). */
+function withMend(route: AuthRoute, added: Additions | undefined): Additions | undefined {
+  const mend = route.mend
+  if (mend === undefined) return added
+  const then = added?.rewrite
+  return { ...added, rewrite: async (answer) => (then ? then(mend(answer)) : mend(answer)) }
+}
+
+function plainForwardHandler(route: AuthRoute, options: MountOptions) {
   const { forwarder, prefix } = options
   const method = route.backend?.method ?? route.method
   const template = route.backend?.path ?? route.path
   const sendsBody = FORWARDED_BODY_METHODS.has(method)
   if (templateParams(route.path).length === 0) {
-    return (request: FastifyRequest, reply: FastifyReply) => {
+    return (request: FastifyRequest, reply: FastifyReply, added?: Additions) => {
       // OAuth client credentials in HTTP Basic, decoded as RFC 6749 §2.3.1 says (docs/decisions.md, D27).
       const basic = route.form ? decodedBasicCredentials(request.headers.authorization) : undefined
       return forwarder.forward(request, reply, {
@@ -59,7 +87,7 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
         body: sendsBody ? request.rawBody : undefined,
         cacheable: route.cacheable === true,
         ...(basic ? { headers: { authorization: basic } } : {}),
-        ...(route.mend ? { mend: route.mend } : {}),
+        ...withMend(route, added),
       })
     }
   }
@@ -67,7 +95,7 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
   // re-encoded, and the backend path is built from the template, never from the URL.
   const match = templateMatcher(route.path)
   const statics = staticPaths(options.routes, route)
-  return (request: FastifyRequest, reply: FastifyReply) => {
+  return (request: FastifyRequest, reply: FastifyReply, added?: Additions) => {
     // A concrete path wins over a template (as OpenAPI matches paths): `DELETE
     // /user/identities/authorize` is a wrong method on the static path, not an identity id.
     const allow = statics.size > 0 ? staticAllow(statics, prefix, request.raw.url ?? '') : undefined
@@ -79,6 +107,7 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
       method,
       path: resolved.path,
       body: sendsBody ? request.rawBody : undefined,
+      ...withMend(route, added),
     })
   }
 }
@@ -195,7 +224,7 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
       // The query's requirements first: a body refused for them spends no account budget.
       ...(preHandlers.length > 0 ? { preHandler: preHandlers } : {}),
       handler: forwardHandler(route, options),
-      schema: routeSchema(route, limiter !== undefined || bodyLimiter !== undefined),
+      schema: routeSchema(route, limiter !== undefined || bodyLimiter !== undefined, options.sessions !== undefined),
     } satisfies RouteOptions)
 
     const brace = route.path.indexOf('{')

@@ -5,6 +5,7 @@ import { describeRequirements } from './query-requirements.ts'
 import type { KnownErrorCode } from './error-codes.ts'
 import { routeName, type AuthRoute } from './routes/index.ts'
 import { NO_PROTOTYPE_KEYS } from './types/common.ts'
+import { COOKIE_MODE_NOTE, COOKIE_MODE_REDIRECT_NOTE, withCookieAnswer } from '../sessions/docs.ts'
 
 /**
  * The documentation side of a mounted route: the Fastify `schema` the registry hands to the
@@ -67,7 +68,7 @@ interface StatusCodes {
 }
 
 /** The error codes of every error status of a route, Supabase Auth's and authgate's. */
-export function errorCodes(route: AuthRoute, limited: boolean): Map<number, StatusCodes> {
+export function errorCodes(route: AuthRoute, limited: boolean, cookieSessions = false): Map<number, StatusCodes> {
   const out = new Map<number, StatusCodes>()
   const at = (status: number) => {
     let entry = out.get(status)
@@ -102,6 +103,11 @@ export function errorCodes(route: AuthRoute, limited: boolean): Map<number, Stat
   if (limited && MESSAGE_ROUTES.includes(routeName(route))) {
     gateway('over_email_send_rate_limit')
     gateway('over_sms_send_rate_limit')
+  }
+  // Cookie sessions: a cross-site use of the cookie, a store that cannot answer (src/sessions/).
+  if (cookieSessions && (route.bearer || route.session !== undefined)) {
+    gateway('cross_site_request')
+    gateway('session_store_unavailable')
   }
   gateway('unexpected_failure')
   gateway('backend_unreachable')
@@ -145,18 +151,25 @@ function statusDescription(status: number, codes: StatusCodes, route: AuthRoute,
     404: 'Not found or feature turned off on Supabase Auth',
     409: 'Conflict',
     422: 'Refused by the rules of Supabase Auth',
+    503: 'Unavailable',
     429: "Too many requests: Supabase Auth's limiter (no `Retry-After`)",
   }
   return `${lead[status] ?? 'Error'} (${from.join('; ')})`
 }
 
-function responseSchemas(route: AuthRoute, limited: boolean, codes: Map<number, StatusCodes>): Record<string, unknown> {
+function responseSchemas(
+  route: AuthRoute,
+  limited: boolean,
+  codes: Map<number, StatusCodes>,
+  cookieSessions: boolean,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [status, doc] of Object.entries(route.responses)) {
+    const cookieAnswer = cookieSessions && route.session === 'issue' && status === '200'
     out[status] = {
-      description: doc.description,
+      description: cookieAnswer ? `${doc.description} (without tokens in cookie session mode)` : doc.description,
       ...(doc.headers ? { headers: doc.headers } : {}),
-      ...(doc.schema ? json(doc.schema) : {}),
+      ...(cookieAnswer ? json(withCookieAnswer(doc.schema)) : doc.schema ? json(doc.schema) : {}),
     }
   }
   for (const [status, c] of codes) {
@@ -171,7 +184,7 @@ function responseSchemas(route: AuthRoute, limited: boolean, codes: Map<number, 
 }
 
 /** The operation description with the table of error statuses and codes appended. */
-function describe(route: AuthRoute, codes: Map<number, StatusCodes>): string {
+function describe(route: AuthRoute, codes: Map<number, StatusCodes>, cookieSessions: boolean): string {
   const rows = [...codes].map(([status, c]) => {
     const all = [...new Set([...c.backend, ...c.gateway])]
     return `| ${status} | ${list(all)} |`
@@ -179,7 +192,14 @@ function describe(route: AuthRoute, codes: Map<number, StatusCodes>): string {
   const table = ['| Status | Error codes |', '| --- | --- |', ...rows].join('\n')
   const required = route.requiredByQuery ? describeRequirements(route.requiredByQuery) : ''
   const text = [route.description, required].filter(Boolean).join(' ')
-  return `${text ? text + '\n\n' : ''}**Error answers**\n\n${table}`
+  const redirects = !route.responses[200]
+  const cookie =
+    cookieSessions && route.session === 'issue'
+      ? (redirects ? COOKIE_MODE_REDIRECT_NOTE : COOKIE_MODE_NOTE) + '\n\n'
+      : cookieSessions && route.bearer
+        ? 'With cookie sessions, the session cookie stands for the bearer token (unsafe methods only from an allowed origin).\n\n'
+        : ''
+  return `${text ? text + '\n\n' : ''}${cookie}**Error answers**\n\n${table}`
 }
 
 /** Example objects: the query an example needs travels as `x-query` (Example Objects have no place for it). */
@@ -198,8 +218,8 @@ function requestExamples(route: AuthRoute): Record<string, Record<string, unknow
 }
 
 /** The route's schema as documented: tags, summary, parameters, body, security and every status. */
-export function routeSchema(route: AuthRoute, limited: boolean): Record<string, unknown> {
-  const codes = errorCodes(route, limited)
+export function routeSchema(route: AuthRoute, limited: boolean, cookieSessions = false): Record<string, unknown> {
+  const codes = errorCodes(route, limited, cookieSessions)
   return {
     ...(route.body && route.kind === 'typed' ? { body: { ...route.body, propertyNames: NO_PROTOTYPE_KEYS } } : {}),
     ...(route.query ? { querystring: route.query } : {}),
@@ -209,9 +229,9 @@ export function routeSchema(route: AuthRoute, limited: boolean): Record<string, 
     ...(route.examples ? { requestExamples: requestExamples(route) } : {}),
     tags: [route.tag],
     summary: route.summary,
-    description: describe(route, codes),
+    description: describe(route, codes, cookieSessions),
     security: route.bearer ? [{ bearerAuth: [] }] : [],
-    response: responseSchemas(route, limited, codes),
+    response: responseSchemas(route, limited, codes, cookieSessions),
     'x-error-codes': Object.fromEntries(
       [...codes].map(([s, c]) => [String(s), [...new Set([...c.backend, ...c.gateway])]]),
     ),

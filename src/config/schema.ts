@@ -313,6 +313,70 @@ export const SETTINGS: readonly Setting[] = [
     meaning:
       "the URL clients reach authgate's auth routes at (origin and prefix, e.g. `https://api.example.com/auth`): `authgate doctor` checks Supabase Auth's issuer and links against it",
   },
+  // Cookie sessions
+  {
+    name: 'AUTHGATE_SESSIONS',
+    group: 'Cookie sessions',
+    default: 'off',
+    meaning:
+      'session answers kept by authgate and answered with an HttpOnly cookie (docs/sessions.md): `on` for every request, `request` for requests with `X-Authgate-Session: cookie`, `off`',
+  },
+  {
+    name: 'AUTHGATE_SESSION_KEYS',
+    group: 'Cookie sessions',
+    defaultText: 'none (required when on)',
+    meaning:
+      'AES-256-GCM keys that encrypt stored tokens: comma list of `<id>:<base64 of 32 bytes>`; the first encrypts, all decrypt (rotation)',
+  },
+  {
+    name: 'AUTHGATE_SESSION_STORE',
+    group: 'Cookie sessions',
+    default: 'memory',
+    meaning: '`memory` (this process) or `redis` (AUTHGATE_REDIS_URL; shared by replicas, kept across restarts)',
+  },
+  {
+    name: 'AUTHGATE_SESSION_LIFETIME',
+    group: 'Cookie sessions',
+    default: '168h',
+    meaning: "longest life of a session from sign-in; at most the refresh token's at Supabase Auth",
+  },
+  {
+    name: 'AUTHGATE_SESSION_IDLE_TIMEOUT',
+    group: 'Cookie sessions',
+    default: '24h',
+    meaning: 'a session not used for this long ends',
+  },
+  {
+    name: 'AUTHGATE_SESSION_ORIGINS',
+    group: 'Cookie sessions',
+    defaultText: 'AUTHGATE_CORS_ORIGINS',
+    meaning:
+      "origins besides the request's own that may send cookie-authenticated POST, PUT, PATCH and DELETE requests (others get 403)",
+  },
+  {
+    name: 'AUTHGATE_SESSION_COOKIE_NAME',
+    group: 'Cookie sessions',
+    default: '__Host-authgate-session',
+    meaning: 'name of the session cookie',
+  },
+  {
+    name: 'AUTHGATE_SESSION_COOKIE_SECURE',
+    group: 'Cookie sessions',
+    default: 'true',
+    meaning: '`false` only for plain-http development, with a cookie name without `__Host-`',
+  },
+  {
+    name: 'AUTHGATE_SESSION_KEY_PREFIX',
+    group: 'Cookie sessions',
+    default: 'authgate:session:',
+    meaning: 'Redis store: prefix of every session key',
+  },
+  {
+    name: 'AUTHGATE_SESSION_REDIS_TIMEOUT',
+    group: 'Cookie sessions',
+    default: '500ms',
+    meaning: 'Redis store: longest wait for one command (a request then gets 503)',
+  },
   // Documentation
   {
     name: 'AUTHGATE_OPENAPI_PATH',

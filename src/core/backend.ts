@@ -48,7 +48,7 @@ export function normaliseBackendUrl(option: string, raw: URL | string): URL {
   return url
 }
 
-/** A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session check, key set). */
+/** A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session check, key set, cookie sessions' refresh and sign-out). */
 export type BackendFetch = (
   url: string | URL,
   init?: { method?: string; body?: string; headers?: Record<string, string> | Headers; signal?: AbortSignal },

@@ -54,7 +54,16 @@ export function createProtection(
     reply: FastifyReply,
     auth: RouteAuth,
   ): Promise<FastifyReply | undefined> {
-    const header = request.headers.authorization
+    let header = request.headers.authorization
+    if ((header === undefined || header === '') && request.server.authgateSessions !== undefined) {
+      // Cookie sessions: the cookie stands for the bearer; the application sees the header too.
+      const cookie = await request.server.authgateSessions.authenticate(request, reply)
+      if (cookie !== undefined && 'answered' in cookie) return cookie.answered
+      if (cookie !== undefined) {
+        header = `Bearer ${cookie.session.session.accessToken}`
+        request.headers.authorization = header
+      }
+    }
     if (header === undefined || header === '') {
       if (auth.mode === 'optional') return undefined
       // RFC 6750 §3.1: a request without credentials gets no error code, only the challenge.

@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { SupabaseAuthClient } from '../core/backend.ts'
-import { sendError } from '../errors.ts'
+import { AuthgateError, sendError } from '../errors.ts'
 import { recordBackend, type BackendErrorKind, type BackendExchange } from '../observability/backend-timing.ts'
 import { throttle } from '../observability/log-throttle.ts'
 import { clientIp } from './client-ip.ts'
 import { outboundRequestHeaders } from './headers.ts'
-import { mergeOwnHeaders, Relay, type AnswerMend } from './relay.ts'
+import { mergeOwnHeaders, Relay, type AnswerRewrite } from './relay.ts'
 import { ResponseCache } from './response-cache.ts'
 
 export interface ForwarderOptions {
@@ -33,8 +33,8 @@ export interface ForwardTarget {
   cacheable?: boolean
   /** Request headers sent in place of the client's (lower-case name → value). */
   headers?: Record<string, string>
-  /** Changes the answer before it is relayed (held whole; never cached). */
-  mend?: AnswerMend
+  /** The answer is held whole and changed before it is relayed (src/proxy/relay.ts); never cached. */
+  rewrite?: AnswerRewrite
 }
 
 // Errors that mean no usable connection to the backend (502); a connect timeout is unreachability too.
@@ -111,7 +111,7 @@ export class Forwarder {
    * answer relayed by a `Relay` (src/proxy/relay.ts).
    */
   forward(request: FastifyRequest, reply: FastifyReply, target: ForwardTarget): Promise<void> {
-    const cache = target.cacheable ? this.#cache : undefined
+    const cache = target.cacheable && target.rewrite === undefined ? this.#cache : undefined
     const cacheKey = cache?.keyFor(request.raw)
     if (cacheKey !== undefined && this.#answerFromCache(request, reply, cache!, cacheKey)) return Promise.resolve()
     return new Promise<void>((resolve) => {
@@ -120,7 +120,7 @@ export class Forwarder {
         reply,
         ownCors: this.#ownCors,
         cache: cacheKey === undefined ? undefined : { cache: cache!, key: cacheKey },
-        mend: target.mend,
+        rewrite: target.rewrite,
         onExchange: (status, error) => this.#end(request, relay.startedAt, status, error),
         onFailure: (err) => this.#answerFailure(request, reply, target, relay, err),
         onDone: resolve,
@@ -203,6 +203,11 @@ export class Forwarder {
         'relaying the backend body failed',
       )
       reply.raw.destroy()
+      return
+    }
+    // A rewrite's own refusal (a session store that cannot answer, say): already in our terms.
+    if (err instanceof AuthgateError) {
+      sendError(request, reply, err)
       return
     }
     const code = err.code ?? ''

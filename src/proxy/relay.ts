@@ -6,10 +6,10 @@ import type { ResponseCache } from './response-cache.ts'
 
 /** Bodies up to this size are written in one piece with the response head. */
 const BUFFER_LIMIT = 64 * 1024
-/** Answers up to this size are held whole for a route that mends them; larger ones pass unchanged. */
-const MEND_LIMIT = 1024 * 1024
+/** Most bytes of an answer that is rewritten before it is relayed (a session answer is a few KiB). */
+const REWRITE_LIMIT = 1024 * 1024
 
-/** A whole backend answer, held before anything reaches the client (headers as flat name, value pairs). */
+/** A whole backend answer, as a rewrite sees it: status, relayed header pairs (flat), body. */
 export interface HeldAnswer {
   status: number
   headers: string[]
@@ -17,10 +17,14 @@ export interface HeldAnswer {
 }
 
 /**
- * Changes a route's answer before it is relayed (a gap in Supabase Auth's answer that a conforming
- * client needs filled). Returns the answer to send; the relay sets its `content-length`.
+ * Changes a whole answer before it is relayed (cookie sessions take the tokens out of session
+ * answers). Own headers it sets on the reply are merged as usual. A rejection is answered by
+ * `onFailure`, as a backend failure before the answer started.
  */
-export type AnswerMend = (answer: HeldAnswer, request: FastifyRequest) => HeldAnswer | Promise<HeldAnswer>
+export type AnswerRewrite = (answer: HeldAnswer) => Promise<HeldAnswer>
+
+/** A route's own change to its answer (docs/decisions.md, D28), run before any other rewrite. */
+export type AnswerMend = (answer: HeldAnswer) => HeldAnswer
 
 export interface RelayOptions {
   request: FastifyRequest
@@ -29,8 +33,8 @@ export interface RelayOptions {
   ownCors: boolean
   /** Where a complete answer is stored, for a cacheable route. */
   cache: { cache: ResponseCache; key: string } | undefined
-  /** The route mends the backend's answer: it is held whole, then changed, then written. */
-  mend?: AnswerMend | undefined
+  /** The answer is held whole and rewritten before anything is written (never with `cache`). */
+  rewrite?: AnswerRewrite | undefined
   /** The exchange ended with a status (or an error kind): timing and metrics. */
   onExchange(status: number | undefined, error?: BackendErrorKind): void
   /** The backend request failed (before or after the answer started); the client is not gone. */
@@ -63,8 +67,6 @@ export class Relay implements Dispatcher.DispatchHandler {
   // What the cache would store: the status and headers relayed (before our own are merged).
   #relayedStatus = 0
   #relayedHeaders: string[] | undefined
-  // Set while an answer is held for mending: nothing is written, so a failure can still be a 502.
-  #mending: { status: number; headers: string[] } | undefined
 
   constructor(options: RelayOptions) {
     this.#o = options
@@ -105,19 +107,20 @@ export class Relay implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     this.#o.onExchange(statusCode)
     const relayed = inboundResponseHeaders(controller.rawHeaders as Buffer[])
+    if (this.#o.rewrite !== undefined) {
+      this.#relayedStatus = statusCode
+      this.#relayedHeaders = relayed
+      return
+    }
     if (this.#o.cache !== undefined) {
       this.#relayedStatus = statusCode
       this.#relayedHeaders = relayed.slice()
     }
-    if (this.#o.mend !== undefined) {
-      this.#mending = { status: statusCode, headers: relayed }
-      return
-    }
-    this.#writeHead(statusCode, relayed, controller)
+    const flat = mergeOwnHeaders(relayed, this.#o.reply.getHeaders(), this.#o.ownCors)
+    this.#writeHead(statusCode, flat, controller)
   }
 
-  #writeHead(statusCode: number, relayed: string[], controller?: Dispatcher.DispatchController): boolean {
-    const flat = mergeOwnHeaders(relayed, this.#o.reply.getHeaders(), this.#o.ownCors)
+  #writeHead(statusCode: number, flat: string[], controller?: Dispatcher.DispatchController): boolean {
     this.#o.reply.hijack()
     this.started = true
     try {
@@ -134,17 +137,15 @@ export class Relay implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     // Small answers (most of Supabase Auth's) are held and written with the head in one syscall;
-    // past BUFFER_LIMIT the body streams with backpressure (past MEND_LIMIT for a mended route,
-    // which then passes unchanged).
+    // past BUFFER_LIMIT the body streams with backpressure.
     if (this.#held !== undefined) {
       this.#held.push(chunk)
       this.#heldBytes += chunk.length
-      if (this.#heldBytes <= (this.#mending === undefined ? BUFFER_LIMIT : MEND_LIMIT)) return
-      if (this.#mending !== undefined) {
-        const { status, headers } = this.#mending
-        this.#mending = undefined
-        if (!this.#writeHead(status, headers, controller)) return
+      if (this.#o.rewrite !== undefined) {
+        if (this.#heldBytes > REWRITE_LIMIT) controller.abort(new Error('answer too large to rewrite'))
+        return
       }
+      if (this.#heldBytes <= BUFFER_LIMIT) return
       for (const b of this.#held) this.#write(b)
       this.#held = undefined
     } else this.#write(chunk)
@@ -152,8 +153,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    if (this.#mending !== undefined) {
-      void this.#endMended(this.#mending)
+    if (this.#o.rewrite !== undefined) {
+      this.#endRewritten()
       return
     }
     const held = this.#held
@@ -168,40 +169,37 @@ export class Relay implements Dispatcher.DispatchHandler {
     this.#done()
   }
 
-  /** Mends the held answer and writes it whole; a mend that throws leaves the answer as it came. */
-  async #endMended(mending: { status: number; headers: string[] }): Promise<void> {
+  #endRewritten(): void {
     const held = this.#held ?? []
-    const original: HeldAnswer = {
-      status: mending.status,
-      headers: mending.headers,
+    const answer: HeldAnswer = {
+      status: this.#relayedStatus,
+      headers: this.#relayedHeaders ?? [],
       body: held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes),
     }
-    let answer = original
-    try {
-      answer = await this.#o.mend!(original, this.#o.request)
-    } catch (err) {
-      this.#o.request.log.error({ err }, "mending the backend's answer failed; it is relayed as it came")
-    }
-    if (this.#clientGone) return this.#done()
-    const headers = withContentLength(answer.headers, answer.body.length)
-    if (this.#writeHead(answer.status, headers)) this.#res.end(answer.body)
-    this.#done()
+    this.#o.rewrite!(answer).then(
+      (out) => {
+        if (this.#clientGone) return this.#done()
+        // The body may have changed length: the backend's framing headers no longer apply.
+        const headers = out.headers.filter((_, i, all) => {
+          const name = all[i - (i % 2)]!.toLowerCase()
+          return name !== 'content-length' && name !== 'transfer-encoding'
+        })
+        headers.push('content-length', String(out.body.length))
+        const flat = mergeOwnHeaders(headers, this.#o.reply.getHeaders(), this.#o.ownCors)
+        if (this.#writeHead(out.status, flat)) this.#res.end(out.body)
+        this.#done()
+      },
+      (err: Error & { code?: string }) => {
+        if (!this.#clientGone) this.#o.onFailure(err)
+        this.#done()
+      },
+    )
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
     if (!this.#clientGone) this.#o.onFailure(err)
     this.#done()
   }
-}
-
-/** The headers with one `content-length` for a body of `length` bytes (a mend may change the size). */
-function withContentLength(headers: string[], length: number): string[] {
-  const out: string[] = []
-  for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i]!.toLowerCase() !== 'content-length') out.push(headers[i]!, headers[i + 1]!)
-  }
-  out.push('content-length', String(length))
-  return out
 }
 
 /**

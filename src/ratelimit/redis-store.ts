@@ -11,11 +11,14 @@ import type { Decision, RateLimitStore, StoreStatus } from './store.ts'
 const requireModule = createRequire(import.meta.url)
 const loadIoredis = () => requireModule('ioredis') as { Redis: typeof Redis; Cluster: typeof Cluster }
 
-/** The ioredis client for the configured deployment: one server, Sentinel or Cluster (ioredis's own support for each). */
-function createClient(settings: RedisSettings): Redis | Cluster {
+/**
+ * The ioredis client for the configured deployment: one server, Sentinel or Cluster (ioredis's own
+ * support for each). The rate limiter and the cookie-session store (src/sessions/) both connect here.
+ */
+export function createRedisClient(settings: RedisSettings, connectionName = 'authgate-ratelimit'): Redis | Cluster {
   const { Redis, Cluster } = loadIoredis()
   const target = parseRedisUrl(settings.url)
-  const options = redisClientOptions(settings.timeoutMs)
+  const options = redisClientOptions(settings.timeoutMs, connectionName)
   if (target.kind === 'single') return new Redis(settings.url, options)
   const credentials = {
     ...(target.username !== undefined ? { username: target.username } : {}),
@@ -74,7 +77,7 @@ export interface RedisStoreOptions {
  * - retryStrategy: reconnect forever, at most a second apart, so limiting resumes on its own;
  * - RESP2: every Redis and Valkey speaks it (ioredis 6 defaults to HELLO 3, unknown before Redis 6).
  */
-export function redisClientOptions(timeoutMs: number) {
+export function redisClientOptions(timeoutMs: number, connectionName = 'authgate-ratelimit') {
   return {
     protocol: 2 as const,
     enableOfflineQueue: false,
@@ -85,7 +88,7 @@ export function redisClientOptions(timeoutMs: number) {
     retryStrategy: (times: number) => Math.min(times * 100, 1000),
     // After a failover the old primary answers READONLY: reconnect to find the new one.
     reconnectOnError: (err: Error) => err.message.startsWith('READONLY'),
-    connectionName: 'authgate-ratelimit',
+    connectionName,
   }
 }
 
@@ -103,7 +106,7 @@ export class RedisStore implements RateLimitStore {
   constructor(settings: RedisSettings, options: RedisStoreOptions = {}) {
     this.#keyPrefix = settings.keyPrefix
     this.#timeoutMs = settings.timeoutMs
-    this.client = createClient(settings)
+    this.client = createRedisClient(settings)
     // ioredis ends a client for good in a few races (a reconnect cut short by a failover); a
     // limiter must never stay off until a restart, so an end it did not ask for starts over.
     this.client.on('end', () => {

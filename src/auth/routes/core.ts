@@ -44,6 +44,7 @@ export const coreRoutes = withDefaults(CORE, [
   {
     method: 'POST',
     path: '/signup',
+    session: 'issue',
     summary: 'Sign up with e-mail or phone and password',
     description:
       'Returns a session when the user is confirmed automatically, otherwise the user awaiting confirmation. Without e-mail and phone this is an anonymous sign-in.',
@@ -80,6 +81,7 @@ export const coreRoutes = withDefaults(CORE, [
   {
     method: 'POST',
     path: '/token',
+    session: 'issue',
     summary: 'Sign in or refresh a session',
     description:
       'The grant is chosen by the `grant_type` query parameter: `password`, `refresh_token`, `pkce` or `id_token`.',
@@ -165,6 +167,7 @@ export const coreRoutes = withDefaults(CORE, [
   {
     method: 'POST',
     path: '/verify',
+    session: 'issue',
     summary: 'Verify a one-time code',
     description: "Exchanges a one-time code (with `email` or `phone`) or an e-mail link's `token_hash` for a session.",
     body: req.VerifyRequest,
@@ -217,6 +220,7 @@ export const coreRoutes = withDefaults(CORE, [
   {
     method: 'POST',
     path: '/logout',
+    session: 'signOut',
     summary: 'Sign out',
     description:
       'Revokes the refresh tokens of the session (`scope=local`), of every session of the user (`global`, the default) or of the others (`others`). The access token stays valid until it expires.',
@@ -334,6 +338,7 @@ export const coreRoutes = withDefaults(CORE, [
   {
     method: 'GET',
     path: '/verify',
+    session: 'issue',
     kind: 'relay',
     summary: 'Follow an e-mail link',
     description:

@@ -75,6 +75,12 @@ export interface AuthRoute {
   oauthErrors?: boolean
   /** The backend requires a user's bearer token (documentation; the gateway itself authenticates nothing). */
   bearer: boolean
+  /**
+   * The answer may carry a Supabase session (`access_token` and `refresh_token`). In cookie
+   * session mode (src/sessions/) its tokens are kept by authgate and replaced by a cookie;
+   * `signOut` marks the route that ends a cookie session.
+   */
+  session?: 'issue' | 'signOut'
   /** Limited by default (docs/decisions.md, D11); operators may change the set. */
   rateLimited: boolean
   /** Accepts `application/x-www-form-urlencoded` besides JSON (OAuth clients send forms). */

@@ -62,6 +62,7 @@ export const mfaRoutes = withDefaults(MFA, [
   {
     method: 'POST',
     path: '/factors/{factor_id}/verify',
+    session: 'issue',
     summary: 'Verify an MFA challenge',
     description:
       'Checks the code (or WebAuthn response) against the challenge. Success returns a new session at assurance level `aal2`. Rate limited by default.',

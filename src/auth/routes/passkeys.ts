@@ -64,6 +64,7 @@ export const passkeyRoutes = withDefaults(PASSKEYS, [
   {
     method: 'POST',
     path: '/passkeys/authentication/verify',
+    session: 'issue',
     summary: 'Finish a passkey sign-in',
     description: 'Checks the assertion against the challenge and returns a session.',
     body: pk.PasskeyAuthenticationVerifyRequest,

@@ -1,0 +1,570 @@
+import assert from 'node:assert/strict'
+import { createHash, randomBytes } from 'node:crypto'
+import { createServer, type Server } from 'node:http'
+import { connect } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { defineRoute } from '../src/routes-dsl/index.ts'
+import type { SessionOptions } from '../src/sessions/index.ts'
+import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
+import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
+import { postgresTarget, runPsql } from './support/postgres.ts'
+import { startGateway, startStack, type Gateway, type Stack } from './support/stack.ts'
+import { totp } from './support/totp.ts'
+import {
+  backendUnavailableReason,
+  reservePort,
+  startSupabaseAuth,
+  type SupabaseAuthServer,
+} from './support/supabase-auth.ts'
+
+const backendMissing = await backendUnavailableReason()
+const browserMissing = backendMissing ?? (await chromiumUnavailableReason())
+const PASSWORD = 'correct-horse-battery-9'
+/**
+ * Access tokens this short expire within the test; the refresh is due a quarter of the lifetime
+ * before expiry, so nothing before the burst of concurrent requests refreshes on a loaded machine
+ * unless it takes longer than that (the burst then still finds a fresh token, and the test waits
+ * for the next expiry instead: see `waitUntilDue`).
+ */
+const TOKEN_LIFETIME_SECONDS = 8
+const COOKIE = '__Host-authgate-session'
+
+async function redisUnavailableReason(): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect(6379, '127.0.0.1')
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(undefined)
+    })
+    socket.once('error', () => resolve('Redis is not listening on 127.0.0.1:6379'))
+  })
+}
+
+const PAGE = `<!doctype html><title>app</title>
+<script>
+  // The application's own code: plain fetch on its own origin, the cookie sent by the browser.
+  window.call = async (path, init = {}) => {
+    const res = await fetch(path, { credentials: 'include', ...init })
+    return { status: res.status, body: await res.text() }
+  }
+  window.signIn = (email, password) =>
+    window.call('/auth/token?grant_type=password', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    })
+</script>`
+
+/** The application's routes: the page, and two protected routes (one that changes state). */
+function appRoutes(app: Parameters<NonNullable<Parameters<typeof startGateway>[1]['beforeListen']>>[0]): void {
+  app.get('/app', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').send(PAGE),
+  )
+  const me = async (request: {
+    user: { email?: string; sub: string; aal?: string } | null
+    headers: Record<string, unknown>
+  }) => ({
+    email: request.user?.email,
+    sub: request.user?.sub,
+    aal: request.user?.aal,
+    bearer: typeof request.headers.authorization === 'string',
+  })
+  app.route(defineRoute({ method: 'GET', url: '/api/me', tags: ['App'], auth: 'required', handler: me }))
+  app.route(defineRoute({ method: 'POST', url: '/api/notes', tags: ['App'], auth: 'required', handler: me }))
+}
+
+/** Counts Supabase Auth's `/token` requests from its own log, with a barrier so none is still unlogged. */
+async function tokenRequests(backend: SupabaseAuthServer): Promise<number> {
+  await afterBackendLogged(
+    backend.logs,
+    (r) => r.path === '/settings',
+    async () => {
+      const res = await fetch(`${backend.url}/settings`)
+      await res.body?.cancel()
+    },
+  )
+  return loggedRequests(backend.logs()).filter((r) => r.path === '/token').length
+}
+
+async function startOtherSite(target: string): Promise<{ server: Server; origin: string }> {
+  const form = (action: string) =>
+    `<!doctype html><form method="post" action="${target}${action}"><input name="x" value="1"></form><script>document.forms[0].submit()</script>`
+  const server = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    res.end(form(req.url === '/logout' ? '/auth/logout' : '/api/notes'))
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const { port } = server.address() as { port: number }
+  return { server, origin: `http://localhost:${port}` }
+}
+
+describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMissing }, () => {
+  let backend: SupabaseAuthServer
+  let gateway: Gateway
+  let origin = ''
+  let browser: Browser
+  let context: BrowserContext
+  let page: Page
+  let other: { server: Server; origin: string }
+  /** Every JSON answer the page received, as text. */
+  const seen: string[] = []
+  const setCookies: string[] = []
+  const email = `page-${Date.now()}@example.com`
+
+  before(async () => {
+    const reservation = await reservePort()
+    origin = `http://localhost:${reservation.port}`
+    backend = await startSupabaseAuth({
+      publicUrl: `${origin}/auth`,
+      database: 'authgate_e2e_sessions',
+      extraEnv: { GOTRUE_JWT_EXP: String(TOKEN_LIFETIME_SECONDS), GOTRUE_LOG_LEVEL: 'info' },
+    })
+    await reservation.release()
+    gateway = await startGateway(backend, {
+      port: reservation.port,
+      prefix: '/auth',
+      sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }] },
+      protect: { issuer: `${origin}/auth` },
+      beforeListen: appRoutes,
+    })
+    other = await startOtherSite(origin)
+    browser = await launchChromium()
+    context = await browser.newContext()
+    page = await context.newPage()
+    page.on('response', async (response) => {
+      const cookie = await response.headerValue('set-cookie').catch(() => null)
+      if (cookie) setCookies.push(cookie)
+      if (!(response.headers()['content-type'] ?? '').includes('json')) return
+      seen.push(await response.text().catch(() => ''))
+    })
+    // The user exists before the page signs in (sign-up in cookie mode answers no tokens either).
+    const up = await fetch(`${gateway.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    assert.equal(up.status, 200, await up.text())
+  })
+
+  after(async () => {
+    await browser?.close()
+    other?.server.close()
+    try {
+      await gateway?.close()
+    } finally {
+      await backend?.stop()
+    }
+  })
+
+  const sessionId = async () => (await context.cookies(origin)).find((c) => c.name === COOKIE)?.value
+  const stored = async () => gateway.app.authgate.sessions!.sessions.load((await sessionId())!)
+  const call = (path: string, init: Record<string, unknown> = {}) =>
+    page.evaluate(([p, i]) => (globalThis as any).call(p, i), [path, init] as const) as Promise<{
+      status: number
+      body: string
+    }>
+
+  it('signs in with a password: an HttpOnly __Host- cookie, no token in the page', async () => {
+    await page.goto(`${origin}/app`)
+    const result = (await page.evaluate(([e, p]) => (globalThis as any).signIn(e, p), [email, PASSWORD])) as {
+      status: number
+      body: string
+    }
+    assert.equal(result.status, 200, result.body)
+    const body = JSON.parse(result.body) as Record<string, unknown>
+    assert.equal((body.user as { email: string }).email, email)
+    assert.equal(typeof body.expires_at, 'number')
+    for (const field of ['access_token', 'refresh_token']) assert.equal(field in body, false, field)
+
+    assert.equal(await page.evaluate(() => document.cookie), '')
+    assert.equal(await page.evaluate(() => localStorage.length + sessionStorage.length), 0)
+    const cookie = (await context.cookies(origin)).find((c) => c.name === COOKIE)
+    assert.ok(cookie, 'Chromium stored the __Host- cookie on http://localhost')
+    assert.equal(cookie.httpOnly, true)
+    assert.equal(cookie.secure, true)
+    assert.equal(cookie.sameSite, 'Lax')
+    assert.equal(cookie.path, '/')
+    const header = setCookies.find((c) => c.startsWith(COOKIE))!
+    assert.ok(header.length < 200, `Set-Cookie is ${header.length} bytes: ${header}`)
+    // The stored session holds the tokens, encrypted; the browser holds only the opaque id.
+    assert.ok((await stored())?.session.accessToken.startsWith('ey'))
+  })
+
+  it("the application's protected route and authgate's bearer routes answer with the user", async () => {
+    const me = await call('/api/me')
+    assert.equal(me.status, 200, me.body)
+    assert.deepEqual({ ...JSON.parse(me.body), sub: undefined }, { email, sub: undefined, aal: 'aal1', bearer: true })
+    const user = await call('/auth/user')
+    assert.equal(user.status, 200, user.body)
+    assert.equal((JSON.parse(user.body) as { email: string }).email, email)
+    const session = await call('/auth/session')
+    assert.equal(session.status, 200, session.body)
+    assert.equal((JSON.parse(session.body) as { user: { email: string } }).user.email, email)
+  })
+
+  it('after the access token expires, 10 concurrent requests make exactly one refresh', async () => {
+    const before = await stored()
+    assert.ok(before)
+    // Until the stored token is past its expiry (not merely due), measured on the test's clock.
+    while (Date.now() < before.session.expiresAt * 1000 + 250) await sleep(100)
+    const tokensBefore = await tokenRequests(backend)
+    const refreshesBefore = gateway.app.authgate.sessions!.sessions.refreshes
+    const results = (await page.evaluate(() =>
+      Promise.all(Array.from({ length: 10 }, () => (globalThis as any).call('/api/me'))),
+    )) as Array<{ status: number; body: string }>
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(10).fill(200),
+      results.map((r) => r.body).join('\n'),
+    )
+    assert.equal((await tokenRequests(backend)) - tokensBefore, 1, "Supabase Auth's log: one /token request")
+    assert.equal(gateway.app.authgate.sessions!.sessions.refreshes - refreshesBefore, 1)
+    const afterRefresh = await stored()
+    assert.notEqual(afterRefresh?.session.refreshToken, before.session.refreshToken)
+    assert.ok(afterRefresh!.session.expiresAt > before.session.expiresAt)
+  })
+
+  it('a form posted from another origin (same site) gets 403; the own origin may post', async () => {
+    for (const [path, target] of [
+      ['/notes', '/api/notes'],
+      ['/logout', '/auth/logout'],
+    ] as const) {
+      const attacker = await context.newPage()
+      try {
+        const answer = attacker.waitForResponse((r) => r.url().startsWith(origin + target))
+        await attacker.goto(other.origin + path)
+        const response = await answer
+        assert.equal(response.status(), 403, target)
+        assert.equal(response.headers()['x-sb-error-code'], 'cross_site_request')
+      } finally {
+        await attacker.close()
+      }
+    }
+    // Still signed in: the refused sign-out did nothing.
+    const own = await call('/api/notes', { method: 'POST' })
+    assert.equal(own.status, 200, own.body)
+  })
+
+  it('sign-out revokes the session at Supabase Auth, forgets it and clears the cookie', async () => {
+    const before = await stored()
+    assert.ok(before)
+    const out = await call('/auth/logout', { method: 'POST' })
+    assert.equal(out.status, 204, out.body)
+    assert.equal(await sessionId(), undefined)
+    assert.equal(await gateway.app.authgate.sessions!.sessions.load(before.id), undefined)
+    assert.equal((await call('/auth/session')).status, 401)
+    assert.equal((await call('/api/me')).status, 401)
+    // Supabase Auth itself no longer knows the session: its refresh token is refused.
+    const refresh = await fetch(`${backend.url}/token?grant_type=refresh_token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ refresh_token: before.session.refreshToken }),
+    })
+    assert.equal(refresh.status, 400, await refresh.text())
+  })
+
+  it('no JSON answer the page saw carried a token', () => {
+    assert.ok(seen.length >= 5)
+    for (const text of seen) assert.doesNotMatch(text, /access_token|refresh_token/)
+  })
+})
+
+describe('cookie sessions in Redis: two replicas and a restart', { skip: backendMissing }, () => {
+  let skipReason: string | undefined
+  let backend: SupabaseAuthServer
+  let a: Gateway
+  let b: Gateway
+  let publicUrl = ''
+  const keyPrefix = `authgate:e2e-session:${Date.now()}:`
+  const sessions = (): SessionOptions => ({
+    mode: 'on',
+    keys: [{ id: 'k1', key: KEY }],
+    store: { kind: 'redis', url: 'redis://127.0.0.1:6379', keyPrefix, timeoutMs: 2000 },
+  })
+  const KEY = randomBytes(32)
+  const replica = (port = 0) =>
+    startGateway(backend, {
+      port,
+      prefix: '/auth',
+      sessions: sessions(),
+      protect: { issuer: publicUrl },
+      beforeListen: appRoutes,
+    })
+
+  before(async () => {
+    skipReason = await redisUnavailableReason()
+    if (skipReason) return
+    const reservation = await reservePort()
+    publicUrl = `http://localhost:${reservation.port}/auth`
+    backend = await startSupabaseAuth({
+      publicUrl,
+      database: 'authgate_e2e_sessions_redis',
+      extraEnv: { GOTRUE_JWT_EXP: String(TOKEN_LIFETIME_SECONDS), GOTRUE_LOG_LEVEL: 'info' },
+    })
+    await reservation.release()
+    a = await replica(reservation.port)
+    b = await replica()
+  })
+
+  after(async () => {
+    try {
+      await a?.close()
+      await b?.close()
+    } finally {
+      await backend?.stop()
+    }
+  })
+
+  let cookie = ''
+  const me = (gateway: Gateway) => fetch(`${gateway.url}/api/me`, { headers: { cookie } })
+
+  it('a session made on one replica is served by the other', async (t) => {
+    if (skipReason) return t.skip(skipReason)
+    const email = `replica-${Date.now()}@example.com`
+    const up = await fetch(`${a.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    assert.equal(up.status, 200)
+    const body = (await up.json()) as Record<string, unknown>
+    assert.equal('access_token' in body, false)
+    cookie = up.headers.get('set-cookie')!.split(';')[0]!
+    assert.match(cookie, /^__Host-authgate-session=[A-Za-z0-9_-]{43}$/)
+    const res = await me(b)
+    assert.equal(res.status, 200)
+    assert.equal(((await res.json()) as { email: string }).email, email)
+  })
+
+  it('after expiry, concurrent requests on both replicas make one refresh (the lock in Redis)', async (t) => {
+    if (skipReason) return t.skip(skipReason)
+    const id = cookie.split('=')[1]!
+    const before = await a.app.authgate.sessions!.sessions.load(id)
+    assert.ok(before)
+    while (Date.now() < before.session.expiresAt * 1000 + 250) await sleep(100)
+    const tokensBefore = await tokenRequests(backend)
+    const refreshes = () => a.app.authgate.sessions!.sessions.refreshes + b.app.authgate.sessions!.sessions.refreshes
+    const refreshesBefore = refreshes()
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => me(i % 2 === 0 ? a : b)))
+    assert.deepEqual(
+      answers.map((r) => r.status),
+      Array(10).fill(200),
+    )
+    await Promise.all(answers.map((r) => r.body?.cancel()))
+    assert.equal((await tokenRequests(backend)) - tokensBefore, 1)
+    assert.equal(refreshes() - refreshesBefore, 1)
+  })
+
+  it('a restarted replica loses no session', async (t) => {
+    if (skipReason) return t.skip(skipReason)
+    const port = a.port
+    await a.close()
+    a = await replica(port)
+    const res = await me(a)
+    assert.equal(res.status, 200)
+    await res.body?.cancel()
+  })
+})
+
+describe('every session-carrying route of Supabase Auth answers the cookie', { skip: backendMissing }, () => {
+  let stack: Stack
+  const headers = { 'content-type': 'application/json' }
+
+  before(async () => {
+    stack = await startStack({
+      database: 'authgate_e2e_sessions_routes',
+      sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }] },
+    })
+  })
+  after(() => stack?.stop())
+
+  /** A cookie-mode answer: 200, no token in the JSON, a new session cookie. */
+  async function cookieAnswer(res: Response): Promise<{ cookie: string; body: Record<string, unknown> }> {
+    const text = await res.text()
+    assert.equal(res.status, 200, text)
+    assert.doesNotMatch(text, /access_token|refresh_token/)
+    const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!
+    assert.match(cookie, /^__Host-authgate-session=[A-Za-z0-9_-]{43}$/)
+    return { cookie, body: JSON.parse(text) as Record<string, unknown> }
+  }
+  const session = async (cookie: string) => {
+    const res = await fetch(`${stack.url}/auth/session`, { headers: { cookie } })
+    return { status: res.status, body: (await res.json()) as { user?: Record<string, unknown> } }
+  }
+
+  it('anonymous sign-in (sign-up without e-mail or phone)', async () => {
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, { method: 'POST', headers, body: '{}' }),
+    )
+    const { status, body } = await session(cookie)
+    assert.equal(status, 200)
+    assert.equal(body.user?.is_anonymous, true)
+  })
+
+  it("the refresh_token grant: a page's existing session moves into the cookie", async () => {
+    const email = `moving-${Date.now()}@example.com`
+    await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
+    )
+    // Tokens a page got before cookie mode (straight from Supabase Auth here).
+    const direct = await fetch(`${stack.backend.url}/token?grant_type=password`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    const { refresh_token } = (await direct.json()) as { refresh_token: string }
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/token?grant_type=refresh_token`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ refresh_token }),
+      }),
+    )
+    assert.equal((await session(cookie)).body.user?.email, email)
+  })
+
+  it('an e-mail link verified by its token_hash', async () => {
+    const email = `link-${Date.now()}@example.com`
+    await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
+    )
+    const link = await fetch(`${stack.backend.url}/admin/generate_link`, {
+      method: 'POST',
+      headers: { ...headers, authorization: `Bearer ${stack.backend.serviceRoleJwt()}` },
+      body: JSON.stringify({ type: 'magiclink', email }),
+    })
+    assert.equal(link.status, 200)
+    const { hashed_token } = (await link.json()) as { hashed_token: string }
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/verify`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ type: 'magiclink', token_hash: hashed_token }),
+      }),
+    )
+    assert.equal((await session(cookie)).body.user?.email, email)
+  })
+
+  it('an e-mail link followed in the browser (GET /verify): the cookie, and a fragment without tokens', async () => {
+    const email = `magic-${Date.now()}@example.com`
+    await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
+    )
+    const link = await fetch(`${stack.backend.url}/admin/generate_link`, {
+      method: 'POST',
+      headers: { ...headers, authorization: `Bearer ${stack.backend.serviceRoleJwt()}` },
+      body: JSON.stringify({ type: 'magiclink', email, redirect_to: 'http://localhost:3000/welcome' }),
+    })
+    const { action_link } = (await link.json()) as { action_link: string }
+    const target = new URL(action_link)
+    const res = await fetch(`${stack.url}${target.pathname}${target.search}`, { redirect: 'manual' })
+    assert.equal(res.status, 303)
+    const location = res.headers.get('location') ?? ''
+    assert.match(location, /^http:\/\/localhost:3000\/welcome#/)
+    assert.doesNotMatch(location, /access_token|refresh_token/)
+    assert.match(location, /type=magiclink/)
+    const body = await res.text()
+    assert.doesNotMatch(body, /access_token|refresh_token/)
+    const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!
+    assert.equal((await session(cookie)).body.user?.email, email)
+  })
+
+  it('the PKCE grant: a magic link with ?code= exchanged for the cookie', async () => {
+    const email = `pkce-${Date.now()}@example.com`
+    await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
+    )
+    const verifier = randomBytes(32).toString('base64url')
+    const challenge = createHash('sha256').update(verifier).digest('base64url')
+    const otp = await fetch(`${stack.url}/auth/otp`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ email, code_challenge: challenge, code_challenge_method: 's256' }),
+    })
+    assert.equal(otp.status, 200, await otp.text())
+    // The link's token, as the e-mail would carry it (no mail server here).
+    const token = await runPsql(
+      postgresTarget(),
+      stack.backend.database,
+      `SELECT recovery_token FROM auth.users WHERE email = '${email}'`,
+    )
+    assert.match(token, /^pkce_/)
+    const link = await fetch(
+      `${stack.url}/auth/verify?token=${token}&type=magiclink&redirect_to=${encodeURIComponent('http://localhost:3000/cb')}`,
+      { redirect: 'manual' },
+    )
+    assert.equal(link.status, 303)
+    const code = new URL(link.headers.get('location') ?? '').searchParams.get('code')
+    assert.ok(code, link.headers.get('location') ?? '')
+    assert.equal(link.headers.get('set-cookie'), null)
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/token?grant_type=pkce`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ auth_code: code, code_verifier: verifier }),
+      }),
+    )
+    assert.equal((await session(cookie)).body.user?.email, email)
+  })
+
+  it('MFA verify with the cookie raises the session to aal2 under a new cookie; the old one ends', async () => {
+    const email = `mfa-${Date.now()}@example.com`
+    const { cookie } = await cookieAnswer(
+      await fetch(`${stack.url}/auth/signup`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }),
+    )
+    const own = { ...headers, cookie, origin: stack.url }
+    const enrolled = await fetch(`${stack.url}/auth/factors`, {
+      method: 'POST',
+      headers: own,
+      body: JSON.stringify({ factor_type: 'totp', friendly_name: 'phone' }),
+    })
+    assert.equal(enrolled.status, 200)
+    const factor = (await enrolled.json()) as { id: string; totp: { secret: string } }
+    const challenge = await fetch(`${stack.url}/auth/factors/${factor.id}/challenge`, {
+      method: 'POST',
+      headers: own,
+      body: '{}',
+    })
+    assert.equal(challenge.status, 200)
+    const { id: challengeId } = (await challenge.json()) as { id: string }
+    const verified = await cookieAnswer(
+      await fetch(`${stack.url}/auth/factors/${factor.id}/verify`, {
+        method: 'POST',
+        headers: own,
+        body: JSON.stringify({ challenge_id: challengeId, code: totp(factor.totp.secret) }),
+      }),
+    )
+    assert.notEqual(verified.cookie, cookie)
+    assert.equal((await session(cookie)).status, 401)
+    const stored = await stack.app.authgate.sessions!.sessions.load(verified.cookie.split('=')[1]!)
+    const claims = JSON.parse(Buffer.from(stored!.session.accessToken.split('.')[1]!, 'base64url').toString()) as {
+      aal: string
+    }
+    assert.equal(claims.aal, 'aal2')
+    const user = await fetch(`${stack.url}/auth/user`, { headers: { cookie: verified.cookie } })
+    assert.equal(user.status, 200)
+    assert.equal(((await user.json()) as { factors: Array<{ status: string }> }).factors[0]?.status, 'verified')
+  })
+})

@@ -1,0 +1,166 @@
+import { parseDuration, parseOrigins } from '../config.ts'
+import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
+import { settingValue } from '../config/schema.ts'
+import type { RedisSettings } from '../ratelimit/config.ts'
+import { parseRedisUrl } from '../ratelimit/redis-url.ts'
+import { parseSessionKeys, type SessionKey } from './crypto.ts'
+
+/**
+ * When session answers become cookies: `off` never; `on` for every request; `request` only for
+ * requests that ask with `X-Authgate-Session: cookie` (an application moving over page by page).
+ */
+export type CookieSessionMode = 'off' | 'on' | 'request'
+
+/** The request header a page sends to ask for a cookie session in `request` mode. */
+export const SESSION_MODE_HEADER = 'x-authgate-session'
+
+export interface SessionConfig {
+  mode: Exclude<CookieSessionMode, 'off'>
+  /** The first key encrypts; every key decrypts (rotation: put the new key first, drop the old later). */
+  keys: SessionKey[]
+  cookieName: string
+  /** `false` only for a cookie name without the `__Host-` prefix (plain-http development). */
+  secure: boolean
+  /** Longest life of a stored session, from sign-in (at most the refresh token's lifetime at Supabase Auth). */
+  lifetimeMs: number
+  /** A session unused for this long is forgotten. */
+  idleTimeoutMs: number
+  /** Origins allowed to send cookie-authenticated unsafe requests, besides the request's own. */
+  allowedOrigins: string[]
+  /** Where sessions live: this process, or Redis (shared by replicas, kept across restarts). */
+  store: { kind: 'memory'; maxEntries: number } | ({ kind: 'redis' } & RedisSettings)
+}
+
+/** What code may pass (the plugin's `sessions` option): the settings, with defaults for the rest. */
+export interface SessionOptions {
+  mode?: Exclude<CookieSessionMode, 'off'>
+  /** `kid:base64-key` strings or parsed keys; required. */
+  keys: Array<SessionKey | string>
+  cookieName?: string
+  secure?: boolean
+  lifetimeMs?: number
+  idleTimeoutMs?: number
+  allowedOrigins?: string[]
+  store?: SessionConfig['store']
+}
+
+const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/** Checks the options and fills in the defaults; a bad value is an `AuthgateConfigError` naming the option. */
+export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAMES): SessionConfig {
+  const keys = options.keys.map((k) => (typeof k === 'string' ? parseSessionKeys(names.keys, k)[0]! : k))
+  if (keys.length === 0) throw new AuthgateConfigError(names.keys, 'cookie sessions need at least one key')
+  const ids = new Set<string>()
+  for (const key of keys) {
+    if (key.key.length !== 32) throw new AuthgateConfigError(names.keys, `key ${key.id} is not 32 bytes`)
+    if (ids.has(key.id)) throw new AuthgateConfigError(names.keys, `key id ${key.id} is given twice`)
+    ids.add(key.id)
+  }
+  const cookieName = options.cookieName ?? settingValue({}, 'AUTHGATE_SESSION_COOKIE_NAME')!
+  if (!COOKIE_NAME.test(cookieName))
+    throw new AuthgateConfigError(names.cookieName, `not a cookie name: ${JSON.stringify(cookieName)}`)
+  const secure = options.secure ?? true
+  // Browsers refuse a `__Host-` or `__Secure-` cookie without Secure: it would silently never be set.
+  if (!secure && /^__(host|secure)-/i.test(cookieName))
+    throw new AuthgateConfigError(names.secure, `a ${cookieName.split('-')[0]}- cookie must be Secure`)
+  const lifetimeMs =
+    options.lifetimeMs ?? parseDuration(names.lifetimeMs, settingValue({}, 'AUTHGATE_SESSION_LIFETIME')!)
+  const idleTimeoutMs =
+    options.idleTimeoutMs ?? parseDuration(names.idleTimeoutMs, settingValue({}, 'AUTHGATE_SESSION_IDLE_TIMEOUT')!)
+  if (lifetimeMs < 60_000) throw new AuthgateConfigError(names.lifetimeMs, 'must be at least a minute')
+  if (idleTimeoutMs < 60_000) throw new AuthgateConfigError(names.idleTimeoutMs, 'must be at least a minute')
+  const allowedOrigins = options.allowedOrigins ?? []
+  if (allowedOrigins.includes('*'))
+    throw new AuthgateConfigError(names.allowedOrigins, 'cookie sessions need a list of origins, not `*`')
+  return {
+    mode: options.mode ?? 'on',
+    keys,
+    cookieName,
+    secure,
+    lifetimeMs,
+    idleTimeoutMs,
+    allowedOrigins,
+    store: options.store ?? { kind: 'memory', maxEntries: 100_000 },
+  }
+}
+
+const OPTION_NAMES = {
+  keys: 'sessions.keys',
+  cookieName: 'sessions.cookieName',
+  secure: 'sessions.secure',
+  lifetimeMs: 'sessions.lifetimeMs',
+  idleTimeoutMs: 'sessions.idleTimeoutMs',
+  allowedOrigins: 'sessions.allowedOrigins',
+}
+
+const ENV_OPTION_NAMES = {
+  keys: 'AUTHGATE_SESSION_KEYS',
+  cookieName: 'AUTHGATE_SESSION_COOKIE_NAME',
+  secure: 'AUTHGATE_SESSION_COOKIE_SECURE',
+  lifetimeMs: 'AUTHGATE_SESSION_LIFETIME',
+  idleTimeoutMs: 'AUTHGATE_SESSION_IDLE_TIMEOUT',
+  allowedOrigins: 'AUTHGATE_SESSION_ORIGINS',
+}
+
+/**
+ * The cookie-session settings from the environment (undefined when AUTHGATE_SESSIONS is `off`).
+ * `corsOrigins` are allowed for cookie-authenticated requests unless AUTHGATE_SESSION_ORIGINS is given.
+ */
+export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = []): SessionConfig | undefined {
+  const setting = (name: string) => settingValue(env, name)!
+  const mode = setting('AUTHGATE_SESSIONS').toLowerCase()
+  if (mode === 'off') return undefined
+  if (mode !== 'on' && mode !== 'request')
+    throw new AuthgateConfigError('AUTHGATE_SESSIONS', `must be "off", "on" or "request", got ${JSON.stringify(mode)}`)
+  const rawKeys = envValue(env, 'AUTHGATE_SESSION_KEYS')
+  if (rawKeys === undefined)
+    throw new AuthgateConfigError(
+      'AUTHGATE_SESSION_KEYS',
+      'cookie sessions need an encryption key: `<id>:<32 bytes in base64>` (e.g. `k1:` + `openssl rand -base64 32`)',
+    )
+  const secureRaw = setting('AUTHGATE_SESSION_COOKIE_SECURE').toLowerCase()
+  if (secureRaw !== 'true' && secureRaw !== 'false')
+    throw new AuthgateConfigError('AUTHGATE_SESSION_COOKIE_SECURE', `must be true or false, got ${secureRaw}`)
+  const originsRaw = envValue(env, 'AUTHGATE_SESSION_ORIGINS')
+  const allowedOrigins = originsRaw
+    ? parseOrigins('AUTHGATE_SESSION_ORIGINS', originsRaw)
+    : corsOrigins.filter((o) => o !== '*')
+  const storeKind = setting('AUTHGATE_SESSION_STORE').toLowerCase()
+  let store: SessionConfig['store']
+  if (storeKind === 'memory') store = { kind: 'memory', maxEntries: 100_000 }
+  else if (storeKind === 'redis') {
+    const url = envValue(env, 'AUTHGATE_REDIS_URL')
+    if (url === undefined) throw new AuthgateConfigError('AUTHGATE_SESSION_STORE', '`redis` needs AUTHGATE_REDIS_URL')
+    try {
+      // The URL may hold a password: the message never echoes it.
+      parseRedisUrl(url)
+    } catch (err) {
+      throw new AuthgateConfigError('AUTHGATE_REDIS_URL', (err as Error).message)
+    }
+    const sentinelPassword = envValue(env, 'AUTHGATE_REDIS_SENTINEL_PASSWORD')
+    store = {
+      kind: 'redis',
+      url,
+      ...(sentinelPassword !== undefined ? { sentinelPassword } : {}),
+      keyPrefix: setting('AUTHGATE_SESSION_KEY_PREFIX'),
+      timeoutMs: parseDuration('AUTHGATE_SESSION_REDIS_TIMEOUT', setting('AUTHGATE_SESSION_REDIS_TIMEOUT')),
+    }
+  } else
+    throw new AuthgateConfigError(
+      'AUTHGATE_SESSION_STORE',
+      `must be "memory" or "redis", got ${JSON.stringify(storeKind)}`,
+    )
+  return resolveSessionConfig(
+    {
+      mode,
+      keys: parseSessionKeys('AUTHGATE_SESSION_KEYS', rawKeys),
+      cookieName: setting('AUTHGATE_SESSION_COOKIE_NAME'),
+      secure: secureRaw === 'true',
+      lifetimeMs: parseDuration('AUTHGATE_SESSION_LIFETIME', setting('AUTHGATE_SESSION_LIFETIME')),
+      idleTimeoutMs: parseDuration('AUTHGATE_SESSION_IDLE_TIMEOUT', setting('AUTHGATE_SESSION_IDLE_TIMEOUT')),
+      allowedOrigins,
+      store,
+    },
+    ENV_OPTION_NAMES,
+  )
+}

@@ -1,0 +1,28 @@
+import type { FastifyRequest } from 'fastify'
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/** Whether a method may change state: only those need a cross-site check. */
+export const isUnsafeMethod = (method: string): boolean => !SAFE_METHODS.has(method.toUpperCase())
+
+/** The origin the request was addressed to, as a browser on the same origin would send it. */
+export function ownOrigin(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`
+}
+
+/**
+ * Why a cookie-authenticated unsafe request is refused as cross-site, or undefined when it may go
+ * on. `Origin` must be present and be the request's own origin or one of `allowed`; `Sec-Fetch-Site`,
+ * when the browser sends it, must be `same-origin` or `same-site`. Browsers send `Origin` on every
+ * POST, PUT, PATCH and DELETE, so a missing one is not a browser on an allowed page.
+ */
+export function crossSiteReason(request: FastifyRequest, allowed: readonly string[]): string | undefined {
+  const origin = request.headers.origin
+  if (origin === undefined || origin === '' || origin === 'null')
+    return 'a cookie-authenticated request must carry the Origin header of an allowed origin'
+  if (origin !== ownOrigin(request) && !allowed.includes(origin)) return `the origin ${origin} is not allowed`
+  const site = request.headers['sec-fetch-site']
+  if (site !== undefined && site !== 'same-origin' && site !== 'same-site')
+    return `a ${String(site)} request may not use the session cookie`
+  return undefined
+}

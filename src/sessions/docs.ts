@@ -1,0 +1,70 @@
+import { Type, type TSchema } from 'typebox'
+import { ErrorSchema } from '../errors.ts'
+import { UserObject, WeakPassword } from '../auth/types/user.ts'
+
+/** A session answer in cookie mode: the session answer without its tokens. */
+export const CookieSessionResponse = Type.Object(
+  {
+    token_type: Type.String({ description: 'Always `bearer`', examples: ['bearer'] }),
+    expires_in: Type.Integer({ description: 'Lifetime of the access token in seconds', examples: [3600] }),
+    expires_at: Type.Integer({ description: 'Expiry of the access token, Unix seconds', examples: [1795000000] }),
+    user: UserObject,
+    weak_password: Type.Optional(
+      Type.Union([Type.Object(WeakPassword.properties), Type.Null()], {
+        description: 'Present when the password no longer satisfies the password rules (`null` when it does)',
+        examples: [null],
+      }),
+    ),
+  },
+  {
+    title: 'CookieSessionResponse',
+    description:
+      'A session answer in cookie session mode: authgate keeps the access and refresh tokens (and any provider tokens) and sets the HttpOnly session cookie instead.',
+  },
+)
+
+/** `GET /session`'s answer. */
+export const SessionStatusResponse = Type.Object(
+  {
+    user: UserObject,
+    expires_at: Type.Integer({
+      description:
+        'When the session ends unless it is used again (idle timeout) or at the latest (lifetime), Unix seconds',
+      examples: [1795000000],
+    }),
+  },
+  { title: 'SessionStatusResponse', description: 'Who is signed in with the session cookie' },
+)
+
+/** The sentence session routes get in their description when cookie sessions are on. */
+export const COOKIE_MODE_NOTE =
+  '**Cookie sessions** (turned on here; see docs/sessions.md): when the request is in cookie mode (always, or with `X-Authgate-Session: cookie`), a session answer is stored by authgate and answered with the HttpOnly session cookie; the JSON keeps the user and expiry and drops `access_token`, `refresh_token`, `provider_token` and `provider_refresh_token`.'
+
+/** The same for a route that redirects with the session in the fragment (`GET /verify`). */
+export const COOKIE_MODE_REDIRECT_NOTE =
+  '**Cookie sessions** (turned on here; see docs/sessions.md): in `on` mode a redirect carrying a session in its fragment is stored by authgate and answered with the HttpOnly session cookie; the `Location` fragment (and the body) keep everything but `access_token`, `refresh_token`, `provider_token` and `provider_refresh_token`.'
+
+/** The success schema of a session route in cookie mode: its own, or the tokenless answer. */
+export const withCookieAnswer = (schema: TSchema | undefined): TSchema =>
+  schema === undefined ? CookieSessionResponse : Type.Union([schema, CookieSessionResponse])
+
+const json = (schema: unknown) => ({ content: { 'application/json': { schema } } })
+
+export function sessionRouteSchema(): Record<string, unknown> {
+  return {
+    tags: ['Auth'],
+    summary: 'The signed-in user of the session cookie',
+    description:
+      'Cookie sessions (docs/sessions.md): the user of the session the HttpOnly cookie names, and when it ends. A page asks this to know who is signed in; no token is ever answered.\n\n**Error answers**\n\n| Status | Error codes |\n| --- | --- |\n| 401 | `no_session` |\n| 503 | `session_store_unavailable` |',
+    security: [],
+    response: {
+      200: { description: 'The signed-in user and when the session ends', ...json(SessionStatusResponse) },
+      401: { description: 'No session cookie, or its session has ended (`no_session`)', ...json(ErrorSchema) },
+      503: {
+        description: 'The session store could not be reached (`session_store_unavailable`)',
+        ...json(ErrorSchema),
+      },
+    },
+    'x-error-codes': { '401': ['no_session'], '503': ['session_store_unavailable'] },
+  }
+}

@@ -1,0 +1,186 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { AuthRoute } from '../auth/routes/index.ts'
+import { AuthgateError, sendError } from '../errors.ts'
+import { clientIp } from '../proxy/client-ip.ts'
+import type { AnswerRewrite, HeldAnswer } from '../proxy/relay.ts'
+import { splitSessionAnswer, splitSessionRedirect } from './answer.ts'
+import { SESSION_MODE_HEADER } from './config.ts'
+import { sessionIdFrom } from './cookie.ts'
+import { sessionHandle } from './crypto.ts'
+import { crossSiteReason, isUnsafeMethod } from './csrf.ts'
+import type { ActiveSession, CookieSessions } from './manager.ts'
+
+/** What a request gets from its cookie: the session, or an answer already sent (refused). */
+export type CookieAuth = { session: ActiveSession } | { answered: FastifyReply } | undefined
+
+/** What the forwarder adds for a mounted route: the bearer of the cookie's session, an answer rewrite. */
+export interface ForwardAdditions {
+  headers?: Record<string, string>
+  rewrite?: AnswerRewrite
+}
+
+/** HTML escaping as Go's `http.Redirect` writes the location into its body. */
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' })[c]!)
+
+const hasBearer = (request: FastifyRequest) => {
+  const h = request.headers.authorization
+  return h !== undefined && h !== ''
+}
+
+/**
+ * Where cookie sessions meet requests: the application's protected routes and the mounted routes
+ * that need the user's bearer take the cookie instead; session answers of the sign-in routes are
+ * stored and become the cookie; `/logout` ends the stored session too.
+ */
+export class SessionGate {
+  readonly sessions: CookieSessions
+
+  constructor(sessions: CookieSessions) {
+    this.sessions = sessions
+  }
+
+  /** Whether the page asked (or the deployment decided) that session answers become cookies. */
+  wantsCookie(request: FastifyRequest): boolean {
+    if (this.sessions.config.mode === 'on') return true
+    const asked = request.headers[SESSION_MODE_HEADER]
+    return typeof asked === 'string' && asked.trim().toLowerCase() === 'cookie'
+  }
+
+  /**
+   * The session of the request's cookie, for a request without its own bearer: checked against
+   * cross-site use for unsafe methods (403), refreshed when due. An ended session clears the
+   * cookie and counts as none.
+   */
+  async authenticate(request: FastifyRequest, reply: FastifyReply): Promise<CookieAuth> {
+    if (hasBearer(request)) return undefined
+    const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
+    if (id === undefined) return undefined
+    if (isUnsafeMethod(request.method)) {
+      const reason = crossSiteReason(request, this.sessions.config.allowedOrigins)
+      if (reason !== undefined) {
+        request.log.warn({ origin: request.headers.origin, reason }, 'cookie session: cross-site request refused')
+        return { answered: sendError(request, reply, 'cross_site_request', `Forbidden: ${reason}`) }
+      }
+    }
+    let session: ActiveSession | undefined
+    try {
+      session = await this.sessions.use(id, { clientIp: clientIp(request), requestId: request.id })
+    } catch (err) {
+      // The store or the refresh failed: answered in our shape here, on any route (the application's too).
+      if (err instanceof AuthgateError) return { answered: sendError(request, reply, err) }
+      throw err
+    }
+    if (session === undefined) {
+      reply.header('set-cookie', this.sessions.clearedCookie())
+      return undefined
+    }
+    return { session }
+  }
+
+  /** For a mounted route: the cookie's bearer where the route needs one, and the rewrite of session answers. */
+  async forMountedRoute(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    route: AuthRoute,
+  ): Promise<ForwardAdditions | { answered: FastifyReply }> {
+    let session: ActiveSession | undefined
+    if (route.bearer) {
+      const auth = await this.authenticate(request, reply)
+      if (auth !== undefined && 'answered' in auth) return auth
+      session = auth?.session
+    }
+    const out: ForwardAdditions = session ? { headers: { authorization: `Bearer ${session.session.accessToken}` } } : {}
+    if (route.session === 'issue' && (session !== undefined || this.wantsCookie(request))) {
+      // Login CSRF: a browser on another site must not sign the user into an account of its choosing.
+      if (session === undefined && request.headers.origin !== undefined && isUnsafeMethod(request.method)) {
+        const reason = crossSiteReason(request, this.sessions.config.allowedOrigins)
+        if (reason !== undefined) {
+          request.log.warn({ origin: request.headers.origin, reason }, 'cookie session: cross-site sign-in refused')
+          return { answered: sendError(request, reply, 'cross_site_request', `Forbidden: ${reason}`) }
+        }
+      }
+      // A sign-in over an older cookie replaces it: the old record goes too (authenticated or not).
+      const older = session?.handle ?? this.#cookieHandle(request)
+      out.rewrite = (answer) => this.#issue(reply, answer, older)
+    }
+    if (route.session === 'signOut' && session !== undefined) {
+      out.rewrite = (answer) => this.#signOut(request, reply, answer, session)
+    }
+    return out
+  }
+
+  /** A session answer: stored, the cookie set, the tokens taken out of the body. */
+  #cookieHandle(request: FastifyRequest): string | undefined {
+    const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
+    return id === undefined ? undefined : sessionHandle(id)
+  }
+
+  async #issue(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
+    if (answer.status >= 300 && answer.status < 400) return this.#issueRedirect(reply, answer, previous)
+    if (answer.status !== 200) return answer
+    const split = splitSessionAnswer(answer.body)
+    if (split === undefined) return answer
+    const created = await this.sessions.create(split.tokens)
+    // A new id whenever the session changes hands or level (MFA): the old cookie no longer works.
+    if (previous !== undefined) await this.sessions.end(previous)
+    reply.header('set-cookie', this.sessions.cookie(created))
+    reply.header('cache-control', 'no-store')
+    return { ...answer, body: Buffer.from(JSON.stringify(split.page)) }
+  }
+
+  /** An e-mail link's redirect with the session in the fragment: stored, the fragment without the tokens. */
+  async #issueRedirect(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
+    const at = answer.headers.findIndex((v, i) => i % 2 === 0 && v.toLowerCase() === 'location')
+    const split = at === -1 ? undefined : splitSessionRedirect(answer.headers[at + 1]!)
+    if (split === undefined) return answer
+    // The fragment has no user: asked of Supabase Auth once, for `GET /session`.
+    const tokens = { ...split.tokens, user: await this.sessions.userOf(split.tokens.accessToken) }
+    const created = await this.sessions.create(tokens)
+    if (previous !== undefined) await this.sessions.end(previous)
+    reply.header('set-cookie', this.sessions.cookie(created))
+    reply.header('cache-control', 'no-store')
+    const headers = answer.headers.slice()
+    const old = headers[at + 1]!
+    headers[at + 1] = split.location
+    // The body is Supabase Auth's "See Other" link to the same location: it loses the tokens too.
+    let body = answer.body.toString('utf8').replace(escapeHtml(old), escapeHtml(split.location))
+    if (body.includes('access_token')) body = ''
+    return { ...answer, headers, body: Buffer.from(body) }
+  }
+
+  /** `/logout` with the cookie's session: forgotten here once Supabase Auth has revoked it (or no longer knows it). */
+  async #signOut(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    answer: HeldAnswer,
+    session: ActiveSession,
+  ): Promise<HeldAnswer> {
+    const scope = (request.query as { scope?: unknown } | undefined)?.scope
+    if (scope === 'others') return answer
+    const revoked = answer.status >= 200 && answer.status < 300
+    const gone = answer.status === 401 || answer.status === 403 || answer.status === 404
+    if (!revoked && !gone) return answer
+    await this.sessions.end(session.handle)
+    reply.header('set-cookie', this.sessions.clearedCookie())
+    return answer
+  }
+
+  /** `GET <prefix>/session`: the signed-in user and when the session ends, or 401. */
+  async current(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
+    const active = id === undefined ? undefined : await this.sessions.load(id)
+    reply.header('cache-control', 'no-store')
+    if (active === undefined) {
+      if (id !== undefined) reply.header('set-cookie', this.sessions.clearedCookie())
+      return sendError(request, reply, 'no_session')
+    }
+    const { session } = active
+    const idleEnd = Date.now() + this.sessions.config.idleTimeoutMs
+    const body = { user: session.user, expires_at: Math.floor(Math.min(session.endsAt, idleEnd) / 1000) }
+    return reply
+      .code(200)
+      .header('content-type', 'application/json')
+      .send(Buffer.from(JSON.stringify(body)))
+  }
+}

@@ -1,0 +1,290 @@
+import type { FastifyBaseLogger } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { SupabaseAuthClient } from '../core/backend.ts'
+import { AuthgateError } from '../errors.ts'
+import { splitSessionAnswer, type SessionTokens } from './answer.ts'
+import type { SessionConfig } from './config.ts'
+import { clearedCookie, sessionCookie } from './cookie.ts'
+import { newSessionId, SessionCipher, sessionHandle } from './crypto.ts'
+import type { SessionStore } from './store.ts'
+
+/** What is kept of one session, encrypted in the store. */
+export interface StoredSession extends SessionTokens {
+  /** When the session was created here (ms). */
+  createdAt: number
+  /** When it ends whatever its use: created + lifetime (ms). */
+  endsAt: number
+  /** When the current access token was stored (ms): its lifetime decides how early it is refreshed. */
+  storedAt: number
+}
+
+/** A session found by its cookie. */
+export interface ActiveSession {
+  id: string
+  handle: string
+  session: StoredSession
+}
+
+/** Who a refresh is made for: carried to Supabase Auth like a forwarded request's. */
+export interface RequestContext {
+  clientIp: string
+  requestId: string
+}
+
+/** Longest a refresh holds the session's lock; a replica waiting for it gives up after this too. */
+const LOCK_MS = 10_000
+/** How often a replica waiting for another's refresh looks at the record. */
+const POLL_MS = 50
+/** A session in use has its idle deadline pushed back at most this often per process. */
+const TOUCH_EVERY_MS = 60_000
+
+export interface CookieSessionsOptions {
+  config: SessionConfig
+  store: SessionStore
+  backend: SupabaseAuthClient
+  log: FastifyBaseLogger
+  now?: () => number
+}
+
+/**
+ * Cookie sessions: created from session answers, found by the cookie's id, their access token
+ * refreshed before it expires — once per session however many requests ask at the same moment
+ * (one promise per session in this process, a lock in the store across replicas), so Supabase
+ * Auth never sees a refresh token used twice by authgate.
+ */
+export class CookieSessions {
+  readonly config: SessionConfig
+  readonly store: SessionStore
+  readonly #cipher: SessionCipher
+  readonly #backend: SupabaseAuthClient
+  readonly #log: FastifyBaseLogger
+  readonly #now: () => number
+  readonly #inflight = new Map<string, Promise<ActiveSession | undefined>>()
+  readonly #touched = new Map<string, number>()
+  /** Refresh requests this process sent to Supabase Auth (tests, metrics). */
+  refreshes = 0
+
+  constructor(options: CookieSessionsOptions) {
+    this.config = options.config
+    this.store = options.store
+    this.#cipher = new SessionCipher(options.config.keys)
+    this.#backend = options.backend
+    this.#log = options.log
+    this.#now = options.now ?? Date.now
+  }
+
+  /** The `Set-Cookie` value for a session. */
+  cookie(active: Pick<ActiveSession, 'id' | 'session'>): string {
+    return sessionCookie(
+      { name: this.config.cookieName, secure: this.config.secure },
+      active.id,
+      Math.round((active.session.endsAt - this.#now()) / 1000),
+    )
+  }
+
+  /** The `Set-Cookie` value that removes the cookie. */
+  clearedCookie(): string {
+    return clearedCookie({ name: this.config.cookieName, secure: this.config.secure })
+  }
+
+  /** Stores a new session for the tokens of a session answer. */
+  async create(tokens: SessionTokens): Promise<ActiveSession> {
+    const now = this.#now()
+    const id = newSessionId()
+    const handle = sessionHandle(id)
+    const session: StoredSession = { ...tokens, createdAt: now, endsAt: now + this.config.lifetimeMs, storedAt: now }
+    await this.#write(handle, session)
+    return { id, handle, session }
+  }
+
+  /** The session of a cookie id, as stored (undefined when unknown, ended, or unreadable). */
+  async load(id: string): Promise<ActiveSession | undefined> {
+    const handle = sessionHandle(id)
+    const session = await this.#read(handle)
+    return session === undefined ? undefined : { id, handle, session }
+  }
+
+  /**
+   * The session of a cookie id with an access token good for a while: refreshed first when it
+   * expires soon. Undefined when the session is unknown or Supabase Auth ended it.
+   */
+  async use(id: string, context: RequestContext): Promise<ActiveSession | undefined> {
+    const active = await this.load(id)
+    if (active === undefined) return undefined
+    if (this.#due(active.session)) {
+      let pending = this.#inflight.get(active.handle)
+      if (pending === undefined) {
+        pending = this.#refresh(active, context).finally(() => this.#inflight.delete(active.handle))
+        this.#inflight.set(active.handle, pending)
+      }
+      return pending
+    }
+    const last = this.#touched.get(active.handle)
+    const now = this.#now()
+    if (last === undefined || now - last >= TOUCH_EVERY_MS) {
+      this.#touched.delete(active.handle)
+      if (this.#touched.size >= 10_000) this.#touched.delete(this.#touched.keys().next().value!)
+      this.#touched.set(active.handle, now)
+      await this.#guard(() => this.store.touch(active.handle, this.#ttl(active.session)))
+    }
+    return active
+  }
+
+  /** The user of an access token (`GET /user`), or null when Supabase Auth does not answer it. */
+  async userOf(accessToken: string): Promise<unknown> {
+    try {
+      const response = await this.#backend.fetch(this.#backend.resolve('/user'), {
+        headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
+        signal: AbortSignal.timeout(this.#backend.options.timeoutMs),
+      })
+      if (response.status !== 200) {
+        await response.body?.cancel()
+        return null
+      }
+      return (await response.json()) as unknown
+    } catch (err) {
+      this.#log.warn({ err }, 'cookie session: the user of a new session could not be read')
+      return null
+    }
+  }
+
+  /** Forgets a session here (Supabase Auth is not asked: sign-out goes through `/logout`). */
+  async end(handle: string): Promise<void> {
+    this.#touched.delete(handle)
+    await this.#guard(() => this.store.delete(handle))
+  }
+
+  /** Due for a refresh: less than a quarter of the token's life (at most 30 s) left. */
+  #due(session: StoredSession): boolean {
+    const expiresAtMs = session.expiresAt * 1000
+    const margin = Math.min(30_000, Math.max(0, (expiresAtMs - session.storedAt) / 4))
+    return this.#now() >= expiresAtMs - margin
+  }
+
+  #ttl(session: StoredSession): number {
+    return Math.min(this.config.idleTimeoutMs, session.endsAt - this.#now())
+  }
+
+  async #write(handle: string, session: StoredSession): Promise<void> {
+    const ttl = this.#ttl(session)
+    if (ttl <= 0) return this.end(handle)
+    const sealed = this.#cipher.seal(JSON.stringify(session), handle)
+    await this.#guard(() => this.store.set(handle, sealed, ttl))
+  }
+
+  async #read(handle: string): Promise<StoredSession | undefined> {
+    const sealed = await this.#guard(() => this.store.get(handle))
+    if (sealed === undefined) return undefined
+    const plain = this.#cipher.open(sealed, handle)
+    if (plain === undefined) {
+      // A key taken out of AUTHGATE_SESSION_KEYS, or a record not written by authgate.
+      this.#log.warn('cookie session: a stored session cannot be decrypted with the configured keys; it is dropped')
+      await this.end(handle)
+      return undefined
+    }
+    const session = JSON.parse(plain) as StoredSession
+    if (session.endsAt <= this.#now()) {
+      await this.end(handle)
+      return undefined
+    }
+    // Sealed with an older key: sealed again with the current one, so the old key can be retired.
+    if (!this.#cipher.isCurrent(sealed)) await this.#write(handle, session)
+    return session
+  }
+
+  /** Runs a store call; its failure is a 503 in our shape, with a log line. */
+  async #guard<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call()
+    } catch (err) {
+      this.#log.error({ err }, 'cookie session: the session store failed')
+      throw new AuthgateError('session_store_unavailable', undefined, { cause: err })
+    }
+  }
+
+  /**
+   * Refreshes under the session's lock. A replica that finds the lock taken waits for the new
+   * record instead of refreshing itself; the holder looks at the record again once it has the lock,
+   * since another replica may have refreshed between its read and its lock.
+   */
+  async #refresh(stale: ActiveSession, context: RequestContext): Promise<ActiveSession | undefined> {
+    const deadline = this.#now() + LOCK_MS + this.#backend.options.timeoutMs
+    const changed = (s: StoredSession) => s.refreshToken !== stale.session.refreshToken
+    for (;;) {
+      const token = await this.#guard(() => this.store.lock(stale.handle, LOCK_MS))
+      if (token !== undefined) {
+        try {
+          const current = await this.#read(stale.handle)
+          if (current === undefined) return undefined
+          if (changed(current)) return { ...stale, session: current }
+          return await this.#exchange({ ...stale, session: current }, context)
+        } finally {
+          await this.store.unlock(stale.handle, token).catch(() => undefined)
+        }
+      }
+      await sleep(POLL_MS)
+      const current = await this.#read(stale.handle)
+      if (current === undefined) return undefined
+      if (changed(current)) return { ...stale, session: current }
+      if (this.#now() > deadline) throw new AuthgateError('request_timeout')
+    }
+  }
+
+  /** The refresh itself: `POST /token?grant_type=refresh_token`, its answer stored in place of the old one. */
+  async #exchange(active: ActiveSession, context: RequestContext): Promise<ActiveSession | undefined> {
+    this.refreshes++
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'x-forwarded-for': context.clientIp,
+    }
+    const idHeader = this.#backend.options.requestIdHeader
+    if (idHeader !== undefined) headers[idHeader] = context.requestId
+    let response: Response
+    let body: Buffer
+    try {
+      response = await this.#backend.fetch(this.#backend.resolve('/token?grant_type=refresh_token'), {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ refresh_token: active.session.refreshToken }),
+        signal: AbortSignal.timeout(this.#backend.options.timeoutMs),
+      })
+      body = Buffer.from(await response.arrayBuffer())
+    } catch (err) {
+      const timeout = err instanceof Error && err.name === 'TimeoutError'
+      this.#log.error({ err }, 'cookie session: the refresh could not reach Supabase Auth')
+      throw new AuthgateError(timeout ? 'request_timeout' : 'backend_unreachable', undefined, { cause: err })
+    }
+    if (response.status === 200) {
+      const split = splitSessionAnswer(body, this.#now())
+      if (split === undefined) {
+        this.#log.error('cookie session: Supabase Auth answered a refresh without tokens')
+        throw new AuthgateError('unexpected_failure')
+      }
+      const session: StoredSession = { ...active.session, ...split.tokens, storedAt: this.#now() }
+      await this.#write(active.handle, session)
+      return { ...active, session }
+    }
+    if (response.status >= 400 && response.status < 500 && response.status !== 429) {
+      // The refresh token is revoked, used up or its session ended (signed out elsewhere, timed out).
+      this.#log.info(
+        { status: response.status, code: errorCodeOf(body) },
+        'cookie session: Supabase Auth ended the session; it is forgotten',
+      )
+      await this.end(active.handle)
+      return undefined
+    }
+    this.#log.warn({ status: response.status }, 'cookie session: Supabase Auth did not refresh the session')
+    throw new AuthgateError(response.status === 429 ? 'over_request_rate_limit' : 'backend_unreachable')
+  }
+}
+
+function errorCodeOf(body: Buffer): string | undefined {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { error_code?: unknown; code?: unknown }
+    const code = parsed.error_code ?? parsed.code
+    return typeof code === 'string' ? code : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto'
+import type { Cluster, Redis } from 'ioredis'
+import type { RedisSettings } from '../ratelimit/config.ts'
+import { createRedisClient } from '../ratelimit/redis-store.ts'
+import type { SessionStore } from './store.ts'
+
+// Deletes the lock only while it is still ours: a lock that expired and was taken by another
+// replica must not be released by the late first holder.
+const UNLOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
+
+/**
+ * Sessions in Redis (one server, Sentinel or Cluster, through the rate limiter's connection code):
+ * every replica serves every session, and a restart loses none. Record and lock are separate keys
+ * (`<prefix><handle>`, `<prefix>lock:<handle>`), so no command spans two slots.
+ */
+export class RedisSessionStore implements SessionStore {
+  readonly client: Redis | Cluster
+  readonly #prefix: string
+  #closing = false
+
+  constructor(settings: RedisSettings, options: { onConnectionError?: (err: Error) => void } = {}) {
+    this.#prefix = settings.keyPrefix
+    this.client = createRedisClient(settings, 'authgate-sessions')
+    this.client.on('end', () => {
+      if (this.#closing) return
+      setTimeout(() => {
+        if (!this.#closing && this.client.status === 'end') this.client.connect().catch(() => undefined)
+      }, 1000).unref()
+    })
+    this.client.on('error', (err: Error) => options.onConnectionError?.(err))
+  }
+
+  async get(handle: string): Promise<string | undefined> {
+    return (await this.client.get(this.#prefix + handle)) ?? undefined
+  }
+
+  async set(handle: string, sealed: string, ttlMs: number): Promise<void> {
+    await this.client.set(this.#prefix + handle, sealed, 'PX', Math.max(1, Math.round(ttlMs)))
+  }
+
+  async touch(handle: string, ttlMs: number): Promise<void> {
+    await this.client.pexpire(this.#prefix + handle, Math.max(1, Math.round(ttlMs)))
+  }
+
+  async delete(handle: string): Promise<void> {
+    await this.client.del(this.#prefix + handle)
+  }
+
+  async lock(handle: string, ttlMs: number): Promise<string | undefined> {
+    const token = randomBytes(12).toString('base64url')
+    const ok = await this.client.set(`${this.#prefix}lock:${handle}`, token, 'PX', Math.round(ttlMs), 'NX')
+    return ok === 'OK' ? token : undefined
+  }
+
+  async unlock(handle: string, token: string): Promise<void> {
+    await this.client.eval(UNLOCK, 1, `${this.#prefix}lock:${handle}`, token)
+  }
+
+  ready(timeoutMs: number): Promise<boolean> {
+    if (this.client.status === 'ready') return Promise.resolve(true)
+    return new Promise((resolve) => {
+      const finish = (ok: boolean) => {
+        clearTimeout(timer)
+        this.client.off('ready', onReady)
+        resolve(ok)
+      }
+      const onReady = () => finish(true)
+      const timer = setTimeout(() => finish(false), timeoutMs)
+      this.client.on('ready', onReady)
+    })
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true
+    if (this.client.status === 'ready') {
+      try {
+        await this.client.quit()
+        return
+      } catch {
+        // fall through
+      }
+    }
+    this.client.disconnect()
+  }
+}

@@ -1,0 +1,415 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { after, before, beforeEach, describe, it } from 'node:test'
+import { SignJWT } from 'jose'
+import type { LightMyRequestResponse } from 'fastify'
+import { defineRoute } from '../../src/routes-dsl/define-route.ts'
+import { MemorySessionStore } from '../../src/sessions/memory-store.ts'
+import { buildApp } from '../../src/app.ts'
+import { parseBackendUrl } from '../../src/config.ts'
+import { withFakeBackend, type Harness } from '../support/app.ts'
+import { startFakeBackend } from '../support/fake-backend.ts'
+
+const SECRET = 'super-secret-jwt-token-with-at-least-32-characters'
+const ISSUER = 'http://localhost/auth'
+const HOST = 'api.example.com'
+const OWN = `http://${HOST}`
+const KEY = { id: 'k1', key: randomBytes(32) }
+
+async function accessToken(n: number): Promise<string> {
+  return new SignJWT({ role: 'authenticated', aal: 'aal1', email: `user${n}@example.com`, session_id: 's1' })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject('8d0b1f0e-5c4e-4a5e-9a44-0b0b6f4c3b11')
+    .setAudience('authenticated')
+    .setIssuer(ISSUER)
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign(new TextEncoder().encode(SECRET))
+}
+
+const cookieOf = (res: LightMyRequestResponse) => {
+  const header = res.headers['set-cookie']
+  return (Array.isArray(header) ? header[0] : header) ?? ''
+}
+
+describe('cookie sessions through the mounted routes and the protect hook', () => {
+  let h: Harness
+  let issued = 0
+  let store: MemorySessionStore
+
+  before(async () => {
+    store = new MemorySessionStore()
+    const backend = await startFakeBackend()
+    const app = await buildApp({
+      rateLimit: false,
+      config: { backendUrl: parseBackendUrl('test', backend.url), cacheTtlMs: 0 },
+      sessions: { mode: 'request', keys: [KEY], allowedOrigins: ['https://app.example.com'] },
+      sessionStore: store,
+      protect: { issuer: ISSUER, secret: SECRET, jwks: false },
+    })
+    h = {
+      app,
+      backend,
+      close: async () => {
+        await app.close()
+        await backend.close()
+      },
+    }
+    h.app.route(
+      defineRoute({
+        method: 'GET',
+        url: '/me',
+        auth: 'required',
+        handler: async (req) => ({ email: req.user?.email, header: req.headers.authorization?.slice(0, 7) }),
+      }),
+    )
+    h.app.route(defineRoute({ method: 'POST', url: '/notes', auth: 'required', handler: async () => ({ ok: true }) }))
+    await app.ready()
+  })
+  after(() => h.close())
+
+  beforeEach(() => {
+    h.backend.requests.length = 0
+    h.backend.handler = (req, res) => {
+      const path = (req.url ?? '').split('?')[0]
+      if (path === '/token' || path?.endsWith('/verify')) {
+        void accessToken(++issued).then((token) => {
+          res.writeHead(200, { 'content-type': 'application/json' })
+          res.end(
+            JSON.stringify({
+              access_token: token,
+              refresh_token: `refresh-${issued}`,
+              token_type: 'bearer',
+              expires_in: 3600,
+              expires_at: Math.floor(Date.now() / 1000) + 3600,
+              user: { id: 'u1', email: `user${issued}@example.com` },
+            }),
+          )
+        })
+        return
+      }
+      if (path === '/logout') return void res.writeHead(204).end()
+      if (path === '/signup') {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        return void res.end('{"id":"u2","email":"pending@example.com"}')
+      }
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ authorization: req.headers.authorization ?? null }))
+    }
+  })
+
+  const signIn = (headers: Record<string, string> = { 'x-authgate-session': 'cookie' }) =>
+    h.app.inject({
+      method: 'POST',
+      url: '/auth/token?grant_type=password',
+      headers: { 'content-type': 'application/json', host: HOST, ...headers },
+      payload: '{"email":"a@example.com","password":"secret123"}',
+    })
+  const withCookie = (cookie: string, method: string, url: string, headers: Record<string, string> = {}) =>
+    h.app.inject({ method: method as 'GET', url, headers: { host: HOST, cookie: cookie.split(';')[0]!, ...headers } })
+  async function signedIn(): Promise<string> {
+    const res = await signIn()
+    assert.equal(res.statusCode, 200, res.body)
+    return cookieOf(res)
+  }
+
+  it('request mode: without the header a session answer keeps its tokens and sets no cookie', async () => {
+    const res = await signIn({})
+    assert.equal(res.statusCode, 200)
+    assert.equal(typeof res.json().access_token, 'string')
+    assert.equal(res.headers['set-cookie'], undefined)
+  })
+
+  it('with the header: the cookie, and the answer without tokens', async () => {
+    const res = await signIn()
+    assert.equal(res.statusCode, 200)
+    const body = res.json() as Record<string, unknown>
+    assert.deepEqual(Object.keys(body).sort(), ['expires_at', 'expires_in', 'token_type', 'user'])
+    assert.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)))
+    assert.equal(res.headers['cache-control'], 'no-store')
+    assert.match(
+      cookieOf(res),
+      /^__Host-authgate-session=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=604800; HttpOnly; Secure; SameSite=Lax$/,
+    )
+  })
+
+  it('a sign-in over an older cookie replaces it; the old session is forgotten', async () => {
+    const first = await signedIn()
+    const res = await signIn({ 'x-authgate-session': 'cookie', cookie: first.split(';')[0]! })
+    assert.equal(res.statusCode, 200)
+    assert.notEqual(cookieOf(res).split(';')[0], first.split(';')[0])
+    assert.equal((await withCookie(first, 'GET', '/auth/session')).statusCode, 401)
+  })
+
+  it('answers that carry no session are relayed as they are', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' })
+      res.end('{"code":400,"error_code":"invalid_credentials","msg":"Invalid login credentials"}')
+    }
+    const refused = await signIn()
+    assert.equal(refused.statusCode, 400)
+    assert.equal(refused.json().error_code, 'invalid_credentials')
+    assert.equal(refused.headers['set-cookie'], undefined)
+  })
+
+  it('a sign-up awaiting confirmation is relayed as it is', async () => {
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/auth/signup',
+      headers: { 'content-type': 'application/json', 'x-authgate-session': 'cookie', host: HOST },
+      payload: '{"email":"a@example.com","password":"secret123"}',
+    })
+    assert.deepEqual(res.json(), { id: 'u2', email: 'pending@example.com' })
+    assert.equal(res.headers['set-cookie'], undefined)
+  })
+
+  it('a bearer route gets the bearer of the cookie; a request with its own bearer keeps it', async () => {
+    const cookie = await signedIn()
+    const user = await withCookie(cookie, 'GET', '/auth/user')
+    assert.match(String(user.json().authorization), /^Bearer ey/)
+    const own = await withCookie(cookie, 'GET', '/auth/user', { authorization: 'Bearer mine' })
+    assert.equal(own.json().authorization, 'Bearer mine')
+  })
+
+  it('GET /session: the user and the end of the session; 401 without one', async () => {
+    const cookie = await signedIn()
+    const res = await withCookie(cookie, 'GET', '/auth/session')
+    assert.equal(res.statusCode, 200)
+    const body = res.json() as { user: { id: string }; expires_at: number }
+    assert.equal(body.user.id, 'u1')
+    assert.ok(body.expires_at > Date.now() / 1000)
+    const none = await h.app.inject({ method: 'GET', url: '/auth/session' })
+    assert.equal(none.statusCode, 401)
+    assert.equal(none.json().error_code, 'no_session')
+    assert.equal(none.headers['set-cookie'], undefined)
+    const unknown = await withCookie(`__Host-authgate-session=${'a'.repeat(43)}`, 'GET', '/auth/session')
+    assert.equal(unknown.statusCode, 401)
+    assert.match(cookieOf(unknown), /Max-Age=0/)
+  })
+
+  it('an ended session: the cookie is cleared and the request goes on without credentials', async () => {
+    const res = await withCookie(`__Host-authgate-session=${'b'.repeat(43)}`, 'GET', '/auth/user')
+    assert.equal(res.json().authorization, null)
+    assert.match(cookieOf(res), /Max-Age=0/)
+  })
+
+  it('cookie-authenticated unsafe requests need an allowed Origin: 403 in our shape, nothing forwarded', async () => {
+    const cookie = await signedIn()
+    for (const headers of [
+      {} as Record<string, string>,
+      { origin: 'https://evil.example.com' },
+      { origin: OWN, 'sec-fetch-site': 'cross-site' },
+    ]) {
+      const res = await withCookie(cookie, 'POST', '/auth/logout', headers)
+      assert.equal(res.statusCode, 403)
+      assert.equal(res.json().error_code, 'cross_site_request')
+      assert.equal(res.headers['x-sb-error-code'], 'cross_site_request')
+    }
+    assert.equal(h.backend.requests.filter((r) => r.target.startsWith('/logout')).length, 0)
+    const app = await withCookie(cookie, 'POST', '/notes', { origin: 'https://evil.example.com' })
+    assert.equal(app.statusCode, 403)
+    // The same request with a bearer header is not cookie-authenticated: no check.
+    const bearer = await withCookie(cookie, 'POST', '/auth/logout', { authorization: 'Bearer mine' })
+    assert.equal(bearer.statusCode, 204)
+  })
+
+  it('a sign-in posted from another site is refused (login CSRF)', async () => {
+    const res = await signIn({ 'x-authgate-session': 'cookie', origin: 'https://evil.example.com' })
+    assert.equal(res.statusCode, 403)
+    assert.equal(h.backend.requests.length, 0)
+    const allowed = await signIn({ 'x-authgate-session': 'cookie', origin: 'https://app.example.com' })
+    assert.equal(allowed.statusCode, 200)
+  })
+
+  it("the application's protected routes take the cookie, and see the bearer header", async () => {
+    const cookie = await signedIn()
+    const me = await withCookie(cookie, 'GET', '/me')
+    assert.equal(me.statusCode, 200, me.body)
+    assert.deepEqual(me.json(), { email: `user${issued}@example.com`, header: 'Bearer ' })
+    const post = await withCookie(cookie, 'POST', '/notes', { origin: OWN })
+    assert.equal(post.statusCode, 200)
+    const none = await h.app.inject({ method: 'GET', url: '/me' })
+    assert.equal(none.statusCode, 401)
+  })
+
+  it('MFA verify with the cookie: a new session id, the old one ends', async () => {
+    const cookie = await signedIn()
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/auth/factors/0b8a2e1c-4b7a-4f0e-9d53-6f1c2a3b4c5d/verify',
+      headers: { host: HOST, cookie: cookie.split(';')[0]!, origin: OWN, 'content-type': 'application/json' },
+      payload: '{"challenge_id":"1b8a2e1c-4b7a-4f0e-9d53-6f1c2a3b4c5d","code":"123456"}',
+    })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal('access_token' in res.json(), false)
+    // Supabase Auth was asked with the bearer of the old session.
+    assert.match(String(h.backend.requests.at(-1)!.headers.authorization), /^Bearer ey/)
+    const next = cookieOf(res)
+    assert.notEqual(next.split(';')[0], cookie.split(';')[0])
+    assert.equal((await withCookie(cookie, 'GET', '/auth/session')).statusCode, 401)
+    assert.equal((await withCookie(next, 'GET', '/auth/session')).statusCode, 200)
+  })
+
+  it('sign-out: revoked at Supabase Auth with the bearer, forgotten here, cookie cleared', async () => {
+    const cookie = await signedIn()
+    const kept = await withCookie(cookie, 'POST', '/auth/logout?scope=others', { origin: OWN })
+    assert.equal(kept.statusCode, 204)
+    assert.equal(kept.headers['set-cookie'], undefined)
+    const res = await withCookie(cookie, 'POST', '/auth/logout', { origin: OWN })
+    assert.equal(res.statusCode, 204)
+    assert.match(cookieOf(res), /^__Host-authgate-session=; .*Max-Age=0/)
+    const sent = h.backend.requests.filter((r) => r.target.startsWith('/logout'))
+    assert.match(String(sent.at(-1)!.headers.authorization), /^Bearer ey/)
+    assert.equal((await withCookie(cookie, 'GET', '/auth/session')).statusCode, 401)
+  })
+
+  it('a sign-out Supabase Auth no longer knows also ends it here; a failing one does not', async () => {
+    const cookie = await signedIn()
+    h.backend.handler = (_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{}')
+    const failed = await withCookie(cookie, 'POST', '/auth/logout', { origin: OWN })
+    assert.equal(failed.statusCode, 500)
+    assert.equal((await withCookie(cookie, 'GET', '/auth/session')).statusCode, 200)
+    h.backend.handler = (_req, res) =>
+      res.writeHead(403, { 'content-type': 'application/json' }).end('{"code":403,"error_code":"session_not_found"}')
+    const gone = await withCookie(cookie, 'POST', '/auth/logout', { origin: OWN })
+    assert.equal(gone.statusCode, 403)
+    assert.match(cookieOf(gone), /Max-Age=0/)
+  })
+
+  it('a store that cannot save the session: 503 in our shape, no cookie', async () => {
+    const set = store.set
+    store.set = async () => {
+      throw new Error('down')
+    }
+    try {
+      const res = await signIn()
+      assert.equal(res.statusCode, 503)
+      assert.equal(res.json().error_code, 'session_store_unavailable')
+      assert.equal(res.headers['set-cookie'], undefined)
+    } finally {
+      store.set = set
+    }
+    const get = store.get
+    store.get = async () => {
+      throw new Error('down')
+    }
+    try {
+      const res = await withCookie(`__Host-authgate-session=${'c'.repeat(43)}`, 'GET', '/me')
+      assert.equal(res.statusCode, 503)
+    } finally {
+      store.get = get
+    }
+  })
+
+  it('in request mode an e-mail link (no header) redirects with its tokens as before', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(303, {
+        location: 'https://app.example.com/#access_token=a&refresh_token=r',
+        'content-type': 'text/html',
+      })
+      res.end('x')
+    }
+    const res = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
+    assert.equal(res.statusCode, 303)
+    assert.match(String(res.headers.location), /access_token=a/)
+  })
+
+  it('an answer too large to hold is a 502, not relayed', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(Buffer.alloc(2 * 1024 * 1024, 32))
+    }
+    const res = await signIn()
+    assert.equal(res.statusCode, 502)
+    assert.equal(res.json().error_code, 'backend_unreachable')
+  })
+
+  it('the document: GET /session, and session routes say cookie mode drops the tokens', async () => {
+    const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { description?: string; responses: Record<string, unknown> }>>
+    }
+    assert.ok(doc.paths['/auth/session']?.get)
+    assert.ok(doc.paths['/auth/session']!.get!.responses['401'])
+    const token = doc.paths['/auth/token']!.post!
+    assert.match(String(token.description), /drops `access_token`, `refresh_token`/)
+    assert.match(JSON.stringify(token.responses['200']), /CookieSessionResponse/)
+    assert.match(JSON.stringify(token.responses['403']), /cross_site_request/)
+    assert.ok(doc.paths['/notes']!.post!.responses['403'])
+  })
+})
+
+describe('cookie sessions in `on` mode', () => {
+  let h: Harness
+  before(async () => {
+    h = await withFakeBackend({}, { sessions: { keys: [KEY] } })
+  })
+  after(() => h.close())
+  beforeEach(() => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"access_token":"a","refresh_token":"r","expires_in":60,"user":{"id":"u"}}')
+    }
+  })
+
+  it('an e-mail link: the cookie; Location and body without the tokens', async () => {
+    const location = 'https://app.example.com/welcome#access_token=a&expires_in=60&refresh_token=r&type=magiclink'
+    const escaped = location.replaceAll('&', '&amp;')
+    h.backend.handler = (req, res) => {
+      if (req.url === '/user') {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        return void res.end('{"id":"u","email":"link@example.com"}')
+      }
+      res.writeHead(303, { location, 'content-type': 'text/html; charset=utf-8' })
+      res.end(`<a href="${escaped}">See Other</a>.\n\n`)
+    }
+    const res = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
+    assert.equal(res.statusCode, 303)
+    assert.equal(res.headers.location, 'https://app.example.com/welcome#expires_in=60&type=magiclink')
+    assert.equal(
+      res.body,
+      '<a href="https://app.example.com/welcome#expires_in=60&amp;type=magiclink">See Other</a>.\n\n',
+    )
+    const cookie = cookieOf(res).split(';')[0]!
+    const session = await h.app.inject({ method: 'GET', url: '/auth/session', headers: { cookie } })
+    assert.equal(session.json().user.email, 'link@example.com')
+    // A user Supabase Auth does not answer: the session is kept, without a user.
+    h.backend.handler = (req, res) => {
+      if (req.url === '/user') return void res.writeHead(500).end()
+      res.writeHead(303, { location }).end('<a href="elsewhere?access_token=a">x</a>')
+    }
+    const second = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
+    assert.equal(second.body, '')
+    const bare = await h.app.inject({
+      method: 'GET',
+      url: '/auth/session',
+      headers: { cookie: cookieOf(second).split(';')[0]! },
+    })
+    assert.equal(bare.json().user, null)
+    // A redirect without a session (PKCE, an error) is relayed as it is.
+    h.backend.handler = (_req, res) => res.writeHead(303, { location: 'https://app.example.com/?code=c' }).end()
+    const pkce = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
+    assert.equal(pkce.headers.location, 'https://app.example.com/?code=c')
+    assert.equal(pkce.headers['set-cookie'], undefined)
+  })
+
+  it('every session answer becomes the cookie, no header needed', async () => {
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/auth/token?grant_type=password',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"email":"a@example.com","password":"secret123"}',
+    })
+    assert.deepEqual(res.json(), { expires_in: 60, user: { id: 'u' } })
+    assert.match(cookieOf(res), /^__Host-authgate-session=/)
+  })
+
+  it('without cookie sessions the document has no /session', async () => {
+    const plain = await withFakeBackend()
+    try {
+      const doc = (await plain.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: object }
+      assert.equal('/auth/session' in doc.paths, false)
+    } finally {
+      await plain.close()
+    }
+  })
+})
