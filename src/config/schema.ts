@@ -223,6 +223,13 @@ export const SETTINGS: readonly Setting[] = [
     meaning: "Sentinel only: the sentinels' own password (Redis's is in the URL)",
   },
   {
+    name: 'AUTHGATE_REDIS_TLS_CA',
+    group: 'Rate limiting',
+    defaultText: "none (Node.js's trusted CAs)",
+    meaning:
+      'path of a PEM file with the CA certificate(s) that signed the Redis (and sentinel) certificates, for `rediss…` URLs; replaces the default trust',
+  },
+  {
     name: 'AUTHGATE_REDIS_KEY_PREFIX',
     group: 'Rate limiting',
     default: 'authgate:rl:',
