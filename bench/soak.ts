@@ -87,7 +87,7 @@ async function runGateway(): Promise<void> {
       method: 'GET',
       url: '/soak/me',
       auth: 'required',
-      handler: async (request) => ({ id: request.user?.id ?? null }),
+      handler: async (request) => ({ id: request.user?.sub ?? null }),
     }),
   )
   await app.listen({ port: 0, host: '127.0.0.1' })

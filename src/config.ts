@@ -44,6 +44,8 @@ export interface CoreConfig {
   keepAliveTimeoutMs: number
   /** 0: no limit. */
   maxRequestsPerSocket: number
+  /** Most client connections open at once; beyond it new ones are closed at once. 0: no limit. */
+  maxConnections: number
   /** Lower case. */
   requestIdHeader: string
   metricsPath: string | false
@@ -257,6 +259,7 @@ const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
   requestTimeoutMs: 'AUTHGATE_REQUEST_TIMEOUT',
   keepAliveTimeoutMs: 'AUTHGATE_KEEP_ALIVE_TIMEOUT',
   maxRequestsPerSocket: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET',
+  maxConnections: 'AUTHGATE_MAX_CONNECTIONS',
   requestIdHeader: 'AUTHGATE_REQUEST_ID_HEADER',
   metricsPath: 'AUTHGATE_METRICS_PATH',
   metricsPort: 'AUTHGATE_METRICS_PORT',
@@ -302,6 +305,7 @@ function fromEnv(env: Env): CoreConfigInput {
   each('requestTimeoutMs', duration)
   each('keepAliveTimeoutMs', duration)
   each('maxRequestsPerSocket', int(0, 1_000_000))
+  each('maxConnections', int(0, 10_000_000))
   each('requestIdHeader', parseHeaderName)
   each('metricsPath', pathOrOff)
   each('metricsPort', int(0, 65535))
@@ -382,6 +386,9 @@ function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: s
       break
     case 'maxRequestsPerSocket':
       out = integer(0, 1_000_000)
+      break
+    case 'maxConnections':
+      out = integer(0, 10_000_000)
       break
     case 'bodyLimit':
     case 'maxHeaderSize':

@@ -130,6 +130,13 @@ export const SETTINGS: readonly Setting[] = [
     default: '0',
     meaning: 'requests served on one client connection before it is closed; `0` for no limit',
   },
+  {
+    name: 'AUTHGATE_MAX_CONNECTIONS',
+    group: 'Client limits',
+    default: '10000',
+    meaning:
+      'most client connections open at once (idle keep-alive ones included); beyond it a new connection is closed at once, so slow or idle clients cannot take the descriptors the backend and Redis need; `0` for no limit',
+  },
   // Logs, metrics and health
   {
     name: 'AUTHGATE_LOG_LEVEL',

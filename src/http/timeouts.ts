@@ -11,7 +11,9 @@ import type { CoreConfig } from '../config.ts'
  *   default, 30 s, is why a slow client used to hold on for a minute and a half.
  * - `maxHeaderSize`, `keepAliveTimeout`, `maxRequestsPerSocket`;
  * - `requireHostHeader` off: src/http/host.ts answers a request without `Host` instead of Node.js.
- * Each rejection reaches the client-error handler (src/http/client-errors.ts).
+ * Each rejection reaches the client-error handler (src/http/client-errors.ts). Together they bound
+ * how long any one client connection is held (a slow head, a slow body, an idle keep-alive); how
+ * many are held at once is src/http/connection-limit.ts's.
  */
 export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
   const shortest = Math.min(config.headerTimeoutMs, config.requestTimeoutMs)
