@@ -240,17 +240,26 @@ async function runDriver(): Promise<void> {
           rate: rate * m.share,
           durationMs: chunk,
           connections: Math.max(2, Math.ceil((rate * m.share) / 50)),
+          drainMs: 10_000,
         }),
       ),
     )
     round.forEach((r, i) => results[i]!.push(r))
+    const sum = (f: (r: RateResult) => number) => round.reduce((a, r) => a + f(r), 0)
+    const wrong = round.reduce((a, r, i) => a + r.errors + r.completed - (r.statuses[mix[i]!.expect] ?? 0), 0)
+    console.log(
+      `  minute ${done / 60_000 + 1}: ${sum((r) => r.completed)} of ${sum((r) => r.due)} answered, ${wrong} unexpected, ` +
+        `p99 ${Math.max(...round.map((r) => r.p99)).toFixed(1)} ms (worst route), ` +
+        `connections closed by authgate ${sum((r) => r.closedByServer)}, answers to nothing sent ${sum((r) => r.unsolicited)}`,
+    )
   }
+  // The load's own duration (the sampler may still be sleeping).
+  const elapsedS = (performance.now() - startedAt) / 1000
   sampling = false
   await sampler
   const idle = await sample(pid, port, startedAt)
   console.log('after the load:')
   print(idle)
-  const elapsedS = (performance.now() - startedAt) / 1000
 
   console.log('\nper route (due, answered, unexpected status or error, worst chunk p99, max):')
   let due = 0

@@ -1,0 +1,188 @@
+/**
+ * Chaos: 5,000 idle keep-alive connections, a slow-header (slowloris) flood and a slow-body flood on
+ * authgate (the service process, configured from its environment) while normal traffic continues.
+ * Held: normal traffic is answered in full, every request 200; each slow client is cut off with our
+ * 408 once its timeout has passed (the head within AUTHGATE_HEADER_TIMEOUT, the whole request within
+ * AUTHGATE_REQUEST_TIMEOUT), and it keeps nothing after; the idle connections stay served. Normal
+ * traffic's p99 with and without the flood is reported (RELIABILITY.md).
+ *
+ * Both ends of every connection count against this machine's descriptors: the idle count is scaled
+ * down (and says so) when `ulimit -n` cannot hold 5,000 of them next to the rest.
+ */
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import { describe, it } from 'node:test'
+import { constantRate, idleConnections, type RateResult } from '../../bench/load.ts'
+import { startGatewayProcess } from '../../e2e/support/gateway-process.ts'
+import { reservePort } from '../../e2e/support/supabase-auth.ts'
+import { startFakeBackend } from '../support/fake-backend.ts'
+
+const HEADER_TIMEOUT_MS = 3000
+const REQUEST_TIMEOUT_MS = 6000
+/** Room for a loaded two-core machine on top of a timeout (Node.js checks every second). */
+const SLACK_MS = 6000
+const IDLE_WANTED = 5000
+const SLOW_EACH = 200
+const RATE = 200
+const FLOOD_MS = 12_000
+
+/** The soft limit on open files of this process (`ulimit -n`), from /proc; undefined off Linux. */
+function openFileLimit(): number | undefined {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
+    return m ? Number(m[1]) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+interface SlowClient {
+  openedAt: number
+  closedAt?: number
+  answer: string
+}
+
+/**
+ * `count` connections at a time, each sending its request too slowly, for as long as `running()`:
+ * a connection the server closes is replaced, as an attacker's tool would.
+ */
+function slowFlood(
+  port: number,
+  count: number,
+  kind: 'header' | 'body',
+  running: () => boolean,
+): { clients: SlowClient[]; open: Set<Socket> } {
+  const clients: SlowClient[] = []
+  const open = new Set<Socket>()
+  const start = () => {
+    const client: SlowClient = { openedAt: performance.now(), answer: '' }
+    clients.push(client)
+    const socket = connect(port, '127.0.0.1')
+    open.add(socket)
+    let timer: NodeJS.Timeout | undefined
+    socket.on('connect', () => {
+      socket.write(
+        kind === 'header'
+          ? 'GET /auth/settings HTTP/1.1\r\nHost: 127.0.0.1\r\n'
+          : 'POST /auth/signup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"email":"',
+      )
+      // A header line or a few body bytes a second: never finishing, never idle long enough for a
+      // plain inactivity timeout.
+      timer = setInterval(() => socket.write(kind === 'header' ? 'X-Slow: 1\r\n' : 'aaaaaaaaaa'), 1000)
+    })
+    socket.on('data', (d: Buffer) => (client.answer += d.toString('latin1')))
+    socket.on('error', () => undefined)
+    socket.on('close', () => {
+      clearInterval(timer)
+      open.delete(socket)
+      client.closedAt = performance.now()
+      if (running()) start()
+    })
+  }
+  for (let i = 0; i < count; i++) start()
+  return { clients, open }
+}
+
+const settings = { method: 'GET', path: '/auth/settings' } as const
+
+describe('chaos: idle, slow-header and slow-body clients while normal traffic continues', { timeout: 90_000 }, () => {
+  it('normal traffic is served in full; each slow client is cut off at its timeout', async (t) => {
+    const limit = openFileLimit()
+    // This process holds one end of each connection; the service (another process) the other.
+    const idleCount = limit === undefined ? IDLE_WANTED : Math.min(IDLE_WANTED, limit - 2 * SLOW_EACH - 600)
+    assert.ok(idleCount >= 500, `ulimit -n is ${limit}: too low for this test`)
+    if (idleCount < IDLE_WANTED)
+      t.diagnostic(`ulimit -n is ${limit}: ${idleCount} idle connections instead of ${IDLE_WANTED}`)
+
+    const backend = await startFakeBackend()
+    const { port, release } = await reservePort()
+    await release()
+    const gateway = await startGatewayProcess({
+      port,
+      backendUrl: backend.url,
+      env: {
+        AUTHGATE_CACHE_TTL: 'off',
+        AUTHGATE_RATE_LIMITED_ROUTES: 'none',
+        AUTHGATE_HEADER_TIMEOUT: `${HEADER_TIMEOUT_MS}ms`,
+        AUTHGATE_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
+      },
+    })
+    const idle: { close?: () => void } = {}
+    let flooding = true
+    const floods: Array<{ open: Set<Socket> }> = []
+    t.after(async () => {
+      flooding = false
+      for (const f of floods) for (const s of f.open) s.destroy()
+      idle.close?.()
+      await gateway.stop()
+      await backend.close()
+    })
+
+    const normal = (durationMs: number): Promise<RateResult> =>
+      // Answers are awaited long after the last request: a slow answer shows in p99, not as an error.
+      constantRate({ port, request: settings, rate: RATE, durationMs, connections: 16, drainMs: 15_000 })
+    const quiet = await normal(3000)
+
+    const idleStart = performance.now()
+    idle.close = await idleConnections(port, settings, idleCount)
+    const idleMs = performance.now() - idleStart
+    const header = slowFlood(port, SLOW_EACH, 'header', () => flooding)
+    const body = slowFlood(port, SLOW_EACH, 'body', () => flooding)
+    floods.push(header, body)
+    const loaded = await normal(FLOOD_MS)
+    flooding = false
+    const floodEnd = performance.now()
+
+    // The idle connections are still served: a request on a few of them is answered.
+    const stillIdle = await idleConnections(port, settings, 10)
+    stillIdle()
+
+    for (const [name, r] of [
+      ['without the flood', quiet],
+      ['during the flood', loaded],
+    ] as const) {
+      assert.equal(r.errors, 0, `normal traffic ${name}: no errors (${JSON.stringify(r)})`)
+      assert.deepEqual(r.statuses, { 200: r.due }, `normal traffic ${name}: every request answered 200`)
+    }
+
+    // Clients opened early enough to have met their timeout before the flood ended.
+    const judged = (clients: SlowClient[], timeoutMs: number) =>
+      clients.filter((c) => c.openedAt + timeoutMs + SLACK_MS < floodEnd)
+    const lifetimes = (clients: SlowClient[]) => clients.map((c) => (c.closedAt ?? Infinity) - c.openedAt)
+    const headerJudged = judged(header.clients, HEADER_TIMEOUT_MS)
+    const bodyJudged = judged(body.clients, REQUEST_TIMEOUT_MS)
+    assert.ok(headerJudged.length >= SLOW_EACH && bodyJudged.length >= SLOW_EACH, 'each flood ran past its timeout')
+    for (const [name, clients, timeoutMs] of [
+      ['slow header', headerJudged, HEADER_TIMEOUT_MS],
+      ['slow body', bodyJudged, REQUEST_TIMEOUT_MS],
+    ] as const) {
+      const longest = Math.max(...lifetimes(clients))
+      assert.ok(
+        longest <= timeoutMs + SLACK_MS,
+        `a ${name} client was held ${longest.toFixed(0)} ms (timeout ${timeoutMs} ms)`,
+      )
+      const shortest = Math.min(...lifetimes(clients))
+      assert.ok(
+        shortest >= timeoutMs - 100,
+        `a ${name} client was cut after ${shortest.toFixed(0)} ms, before its timeout`,
+      )
+      const answers = clients.filter((c) => !c.answer.startsWith('HTTP/1.1 408 '))
+      assert.deepEqual(
+        answers.map((c) => c.answer.slice(0, 60)),
+        [],
+        `each ${name} client got our 408`,
+      )
+    }
+    const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!
+    t.diagnostic(
+      `${idleCount} idle keep-alive connections opened in ${(idleMs / 1000).toFixed(1)} s before the flood; ` +
+        `${SLOW_EACH} slow-header and ${SLOW_EACH} slow-body clients at a time for ${FLOOD_MS / 1000} s ` +
+        `(${header.clients.length} and ${body.clients.length} connections in all); ` +
+        `normal traffic ${RATE} req/s: without the flood p99 ${quiet.p99.toFixed(1)} ms (max ${quiet.max.toFixed(0)} ms), ` +
+        `during it p99 ${loaded.p99.toFixed(1)} ms (max ${loaded.max.toFixed(0)} ms), ${loaded.due} requests, 0 errors; ` +
+        `slow header held ${median(lifetimes(headerJudged)).toFixed(0)} ms (median; max ${Math.max(...lifetimes(headerJudged)).toFixed(0)}) for a ${HEADER_TIMEOUT_MS} ms timeout, ` +
+        `slow body ${median(lifetimes(bodyJudged)).toFixed(0)} ms (max ${Math.max(...lifetimes(bodyJudged)).toFixed(0)}) for ${REQUEST_TIMEOUT_MS} ms`,
+    )
+  })
+})
