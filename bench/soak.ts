@@ -116,6 +116,9 @@ interface Sample {
   atS: number
   rssMb: number
   heapMb: number
+  /** V8's reserved heap and memory outside it (buffers): where an RSS step comes from. */
+  heapTotalMb: number
+  externalMb: number
   fds: number
   loopP99Ms: number
 }
@@ -134,6 +137,8 @@ async function sample(pid: number, port: number, startedAt: number): Promise<Sam
     atS: (performance.now() - startedAt) / 1000,
     rssMb: rssKb / 1024,
     heapMb: metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20,
+    heapTotalMb: metric(text, 'nodejs_heap_size_total_bytes') / 2 ** 20,
+    externalMb: metric(text, 'nodejs_external_memory_bytes') / 2 ** 20,
     fds,
     loopP99Ms: metric(text, 'nodejs_eventloop_lag_p99_seconds') * 1000,
   }
@@ -214,7 +219,7 @@ async function runDriver(): Promise<void> {
   const samples: Sample[] = [await sample(pid, port, startedAt)]
   const print = (s: Sample) =>
     console.log(
-      `  +${s.atS.toFixed(0).padStart(4)} s  RSS ${s.rssMb.toFixed(1)} MB  heap ${s.heapMb.toFixed(1)} MB  fds ${s.fds}  loop p99 ${s.loopP99Ms.toFixed(1)} ms`,
+      `  +${s.atS.toFixed(0).padStart(4)} s  RSS ${s.rssMb.toFixed(1)} MB  heap ${s.heapMb.toFixed(1)} of ${s.heapTotalMb.toFixed(1)} MB  external ${s.externalMb.toFixed(1)} MB  fds ${s.fds}  loop p99 ${s.loopP99Ms.toFixed(1)} ms`,
     )
   print(samples[0]!)
   let sampling = true

@@ -137,6 +137,13 @@ export const SETTINGS: readonly Setting[] = [
     meaning:
       'most client connections open at once (idle keep-alive ones included); beyond it a new connection is closed at once, so slow or idle clients cannot take the descriptors the backend and Redis need; `0` for no limit',
   },
+  {
+    name: 'AUTHGATE_SOCKET_TIMEOUT',
+    group: 'Client limits',
+    defaultText: 'backend timeout + 15s',
+    meaning:
+      'longest a client connection with a request open may go without a byte moving either way (a client that stops reading its answer); over it the connection is closed; longer than the backend timeout, or `0` for none',
+  },
   // Logs, metrics and health
   {
     name: 'AUTHGATE_LOG_LEVEL',

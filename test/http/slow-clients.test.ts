@@ -25,6 +25,9 @@ const REQUEST_TIMEOUT_MS = 6000
 const SLACK_MS = 6000
 const IDLE_WANTED = 5000
 const SLOW_EACH = 200
+/** Longer than the backend timeout given to the service (2 s), as the setting requires. */
+const SOCKET_TIMEOUT_MS = 4000
+const SLOW_READERS = 20
 const RATE = 200
 const FLOOD_MS = 12_000
 
@@ -87,6 +90,31 @@ function slowFlood(
 
 const settings = { method: 'GET', path: '/auth/settings' } as const
 
+interface SlowReader {
+  socket: Socket
+  received: number
+  closed: boolean
+}
+
+/**
+ * Asks for `path` PIPELINED times in a row and stops reading after the first bytes, as a client that
+ * never reads its answers. Pipelined, so the answers outgrow any socket buffers: authgate still has
+ * bytes to write when the client stops.
+ */
+const PIPELINED = 4
+function slowReader(port: number, path: string): SlowReader {
+  const request = `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: identity\r\n\r\n`
+  const socket = connect(port, '127.0.0.1', () => socket.write(request.repeat(PIPELINED)))
+  const reader: SlowReader = { socket, received: 0, closed: false }
+  socket.on('data', (d: Buffer) => {
+    if (reader.received === 0) socket.pause()
+    reader.received += d.length
+  })
+  socket.on('error', () => undefined)
+  socket.on('close', () => (reader.closed = true))
+  return reader
+}
+
 describe('chaos: idle, slow-header and slow-body clients while normal traffic continues', { timeout: 90_000 }, () => {
   it('normal traffic is served in full; each slow client is cut off at its timeout', async (t) => {
     const limit = openFileLimit()
@@ -107,14 +135,18 @@ describe('chaos: idle, slow-header and slow-body clients while normal traffic co
         AUTHGATE_RATE_LIMITED_ROUTES: 'none',
         AUTHGATE_HEADER_TIMEOUT: `${HEADER_TIMEOUT_MS}ms`,
         AUTHGATE_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
+        AUTHGATE_BACKEND_TIMEOUT: '2s',
+        AUTHGATE_SOCKET_TIMEOUT: `${SOCKET_TIMEOUT_MS}ms`,
       },
     })
     const idle: { close?: () => void } = {}
     let flooding = true
     const floods: Array<{ open: Set<Socket> }> = []
+    const readers: SlowReader[] = []
     t.after(async () => {
       flooding = false
       for (const f of floods) for (const s of f.open) s.destroy()
+      for (const r of readers) r.socket.destroy()
       idle.close?.()
       await gateway.stop()
       await backend.close()
@@ -124,6 +156,19 @@ describe('chaos: idle, slow-header and slow-body clients while normal traffic co
       // Answers are awaited long after the last request: a slow answer shows in p99, not as an error.
       constantRate({ port, request: settings, rate: RATE, durationMs, connections: 16, drainMs: 15_000 })
     const quiet = await normal(3000)
+    // The largest answer authgate serves: the reference page's script (several MB).
+    const page = await (await fetch(`http://127.0.0.1:${port}/docs`)).text()
+    const script = /<script src="\.\/(docs\/[^"]+\.js)"/.exec(page)?.[1]
+    assert.ok(script, 'the reference page names its script')
+    const scriptLength = Number(
+      (
+        await fetch(`http://127.0.0.1:${port}/${script}`, {
+          method: 'HEAD',
+          headers: { 'accept-encoding': 'identity' },
+        })
+      ).headers.get('content-length'),
+    )
+    assert.ok(scriptLength > 1_000_000, `the script is large (${scriptLength} bytes)`)
 
     const idleStart = performance.now()
     idle.close = await idleConnections(port, settings, idleCount)
@@ -131,6 +176,8 @@ describe('chaos: idle, slow-header and slow-body clients while normal traffic co
     const header = slowFlood(port, SLOW_EACH, 'header', () => flooding)
     const body = slowFlood(port, SLOW_EACH, 'body', () => flooding)
     floods.push(header, body)
+    const readersStart = performance.now()
+    for (let i = 0; i < SLOW_READERS; i++) readers.push(slowReader(port, `/${script}`))
     const loaded = await normal(FLOOD_MS)
     flooding = false
 
@@ -172,6 +219,19 @@ describe('chaos: idle, slow-header and slow-body clients while normal traffic co
         `each ${name} client got our 408`,
       )
     }
+    // Slow readers: once the socket timeout has passed (twice, plus room), reading again finds the
+    // answer cut short and the connection closed by authgate.
+    await sleep(Math.max(0, readersStart + 2 * SOCKET_TIMEOUT_MS + SLACK_MS - performance.now()))
+    for (const r of readers) r.socket.resume()
+    const readDeadline = performance.now() + SLACK_MS
+    while (readers.some((r) => !r.closed) && performance.now() < readDeadline) await sleep(100)
+    const held = readers.filter((r) => !r.closed || r.received >= PIPELINED * scriptLength)
+    assert.deepEqual(
+      held.map((r) => ({ closed: r.closed, received: r.received })),
+      [],
+      `each slow reader was cut off (answers ${PIPELINED} × ${scriptLength} bytes)`,
+    )
+
     const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!
     t.diagnostic(
       `${idleCount} idle keep-alive connections opened in ${(idleMs / 1000).toFixed(1)} s before the flood; ` +
@@ -180,6 +240,7 @@ describe('chaos: idle, slow-header and slow-body clients while normal traffic co
         `normal traffic ${RATE} req/s: without the flood p99 ${quiet.p99.toFixed(1)} ms (max ${quiet.max.toFixed(0)} ms), ` +
         `during it p99 ${loaded.p99.toFixed(1)} ms (max ${loaded.max.toFixed(0)} ms), ${loaded.due} requests, 0 errors; ` +
         `slow header held ${median(lifetimes(header.clients)).toFixed(0)} ms (median; max ${Math.max(...lifetimes(header.clients)).toFixed(0)}) for a ${HEADER_TIMEOUT_MS} ms timeout, ` +
+        `${SLOW_READERS} slow readers (${PIPELINED} pipelined requests each for the ${(scriptLength / 1e6).toFixed(1)} MB script) cut off (socket timeout ${SOCKET_TIMEOUT_MS} ms), having received ${Math.min(...readers.map((r) => r.received))}–${Math.max(...readers.map((r) => r.received))} bytes; ` +
         `slow body ${median(lifetimes(body.clients)).toFixed(0)} ms (max ${Math.max(...lifetimes(body.clients)).toFixed(0)}) for ${REQUEST_TIMEOUT_MS} ms`,
     )
   })
