@@ -56,6 +56,10 @@ export interface RateResult {
   due: number
   completed: number
   errors: number
+  /** Connections the server closed during the run (each replaced at once). */
+  closedByServer: number
+  /** Answers that came on a connection with no request in flight (not timed, not in `statuses`). */
+  unsolicited: number
   /** Count per status code. */
   statuses: Record<number, number>
   /** Milliseconds from the time each request was due. */
@@ -71,7 +75,7 @@ function percentile(sorted: Float64Array, p: number): number {
 
 /**
  * `rate` requests per second for `durationMs` over at most `connections` keep-alive connections.
- * Stops on its own: requests still unanswered a second after the end are counted as errors.
+ * Stops on its own: requests still unanswered `drainMs` after the end are counted as errors.
  */
 export async function constantRate(options: {
   port: number
@@ -79,12 +83,17 @@ export async function constantRate(options: {
   rate: number
   durationMs: number
   connections: number
+  /** How long answers are awaited after the last request was due (default 1 s); later ones are errors. */
+  drainMs?: number
 }): Promise<RateResult> {
   const bytes = requestBytes(options.port, options.request)
   const latencies = new Float64Array(Math.ceil((options.rate * options.durationMs) / 1000) + 16)
   let n = 0
   let completed = 0
   let errors = 0
+  let closedByServer = 0
+  let unsolicited = 0
+  let finished = false
   const statuses: Record<number, number> = {}
   const idle: Conn[] = []
   const backlog: number[] = []
@@ -92,34 +101,57 @@ export async function constantRate(options: {
 
   interface Conn {
     socket: Socket
-    dueAt: number
+    /** When the request in flight was due; undefined while the connection is idle. */
+    dueAt: number | undefined
   }
-  const conns: Conn[] = []
-  await Promise.all(
-    Array.from({ length: options.connections }, () => {
-      return new Promise<void>((resolve, reject) => {
-        const socket = connect(options.port, '127.0.0.1', () => resolve())
-        socket.setNoDelay(true)
-        const conn: Conn = { socket, dueAt: 0 }
-        socket.once('error', reject)
-        socket.on('data', (chunk: Buffer) => read(chunk))
-        const read = responseReader((status) => {
-          latencies[n++] = performance.now() - conn.dueAt
-          completed++
-          statuses[status] = (statuses[status] ?? 0) + 1
-          release(conn)
-        })
-        conns.push(conn)
-        idle.push(conn)
+  const conns = new Set<Conn>()
+  /**
+   * A keep-alive connection. One the server closes (its keep-alive timeout, a restart) is replaced,
+   * and a request it had in flight counts as an error: the load goes on at the same rate.
+   */
+  const open = () =>
+    new Promise<void>((resolve, reject) => {
+      let connected = false
+      const socket = connect(options.port, '127.0.0.1', () => {
+        connected = true
+        release(conn)
+        resolve()
       })
-    }),
-  )
-  for (const c of conns) c.socket.on('error', () => errors++)
+      socket.setNoDelay(true)
+      const conn: Conn = { socket, dueAt: undefined }
+      conns.add(conn)
+      socket.once('error', reject)
+      socket.on('error', () => undefined)
+      socket.on('close', () => {
+        conns.delete(conn)
+        const i = idle.indexOf(conn)
+        if (i >= 0) idle.splice(i, 1)
+        if (finished || !connected) return
+        closedByServer++
+        if (conn.dueAt !== undefined) errors++
+        open().catch(() => errors++)
+      })
+      socket.on('data', (chunk: Buffer) => read(chunk))
+      const read = responseReader((status) => {
+        // An answer to nothing sent (a 408 on an idle connection): counted, not timed.
+        if (conn.dueAt === undefined) {
+          unsolicited++
+          return
+        }
+        latencies[n++] = performance.now() - conn.dueAt
+        conn.dueAt = undefined
+        completed++
+        statuses[status] = (statuses[status] ?? 0) + 1
+        release(conn)
+      })
+    })
+  await Promise.all(Array.from({ length: options.connections }, open))
 
   function send(conn: Conn, dueAt: number) {
     conn.dueAt = dueAt
     conn.socket.write(bytes)
   }
+  /** A connection just became idle: it takes the oldest request waiting, if any. */
   function release(conn: Conn) {
     if (backlogHead < backlog.length) send(conn, backlog[backlogHead++]!)
     else idle.push(conn)
@@ -144,14 +176,17 @@ export async function constantRate(options: {
     }
     tick()
   })
-  const deadline = performance.now() + 1000
+  const deadline = performance.now() + (options.drainMs ?? 1000)
   while (completed + errors < total && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+  finished = true
   for (const c of conns) c.socket.destroy()
   const sorted = latencies.subarray(0, n).sort()
   return {
     due: total,
     completed,
     errors: errors + (total - completed - errors > 0 ? total - completed - errors : 0),
+    closedByServer,
+    unsolicited,
     statuses,
     p50: percentile(sorted, 50),
     p99: percentile(sorted, 99),

@@ -9,6 +9,7 @@ import type { Registry } from 'prom-client'
 import { AuthgateConfigError, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
 import { codeForFastifyError, sendError } from './errors.ts'
 import { createClientErrorHandler, type ClientErrorHandler } from './http/client-errors.ts'
+import { limitConnections } from './http/connection-limit.ts'
 import { requireHostHeader } from './http/host.ts'
 import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
@@ -117,6 +118,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   const keywords = openApiAjvOptions(options.fastify?.ajv)
   const server = { ...serverOptions(config, options), ajv: keywords.ajv }
   const app = Fastify(server)
+  const connectionLimit = limitConnections(app, config.maxConnections)
   // Before any route: each `x-*` keyword of an application's route is declared to Ajv.
   keywords.collect(app)
   // First, so that it hears every route: the auth routes, the docs' own, and the application's,
@@ -163,6 +165,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     readiness,
     processMetrics: options.processMetrics ?? false,
     clientErrors: (server.clientErrorHandler as ClientErrorHandler).counts,
+    connectionLimit,
   })
   forwarder.observer = metrics.observeBackend
   const scrape = options.clusterMetrics ? new WorkerMetrics(metrics.registry) : metrics.registry

@@ -44,6 +44,13 @@ export interface CoreConfig {
   keepAliveTimeoutMs: number
   /** 0: no limit. */
   maxRequestsPerSocket: number
+  /** Most client connections open at once; beyond it new ones are closed at once. 0: no limit. */
+  maxConnections: number
+  /**
+   * Longest a client connection with a request open may go without a byte moving (a client that
+   * stops reading its answer); defaults to the backend timeout + 15 s. 0: no limit.
+   */
+  socketTimeoutMs: number
   /** Lower case. */
   requestIdHeader: string
   /**
@@ -262,6 +269,8 @@ const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
   requestTimeoutMs: 'AUTHGATE_REQUEST_TIMEOUT',
   keepAliveTimeoutMs: 'AUTHGATE_KEEP_ALIVE_TIMEOUT',
   maxRequestsPerSocket: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET',
+  maxConnections: 'AUTHGATE_MAX_CONNECTIONS',
+  socketTimeoutMs: 'AUTHGATE_SOCKET_TIMEOUT',
   requestIdHeader: 'AUTHGATE_REQUEST_ID_HEADER',
   clientIpHeader: 'AUTHGATE_CLIENT_IP_HEADER',
   metricsPath: 'AUTHGATE_METRICS_PATH',
@@ -308,6 +317,8 @@ function fromEnv(env: Env): CoreConfigInput {
   each('requestTimeoutMs', duration)
   each('keepAliveTimeoutMs', duration)
   each('maxRequestsPerSocket', int(0, 1_000_000))
+  each('maxConnections', int(0, 10_000_000))
+  each('socketTimeoutMs', (variable, raw) => (raw === '0' ? 0 : parseDuration(variable, raw)))
   each('requestIdHeader', parseHeaderName)
   each('clientIpHeader', parseHeaderName)
   each('metricsPath', pathOrOff)
@@ -337,8 +348,9 @@ function coreDefaults(): CoreConfig {
     disabledGroups: [],
     backendApiKey: undefined,
     metricsPort: undefined,
-    // The shutdown deadline follows the backend timeout unless it is given.
+    // The shutdown deadline and the socket timeout follow the backend timeout unless given.
     shutdownTimeoutMs: parsed.backendTimeoutMs + 5000,
+    socketTimeoutMs: parsed.backendTimeoutMs + 15_000,
   }
   return defaults
 }
@@ -390,12 +402,16 @@ function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: s
     case 'maxRequestsPerSocket':
       out = integer(0, 1_000_000)
       break
+    case 'maxConnections':
+      out = integer(0, 10_000_000)
+      break
     case 'bodyLimit':
     case 'maxHeaderSize':
       out = integer(1, Number.MAX_SAFE_INTEGER)
       break
     case 'cacheTtlMs':
     case 'shutdownDelayMs':
+    case 'socketTimeoutMs':
       out = duration(true)
       break
     case 'backendTimeoutMs':
@@ -471,6 +487,14 @@ export function resolveConfig(
     target[key] = checkOption(key as keyof CoreConfig, value, nameOf(key as keyof CoreConfig))
   }
   if (input.shutdownTimeoutMs === undefined) config.shutdownTimeoutMs = config.backendTimeoutMs + 5000
+  if (input.socketTimeoutMs === undefined) config.socketTimeoutMs = config.backendTimeoutMs + 15_000
+  // While authgate waits for the backend, the client's connection is silent: a shorter socket
+  // timeout would cut answers the backend is still allowed to give.
+  if (config.socketTimeoutMs !== 0 && config.socketTimeoutMs <= config.backendTimeoutMs)
+    throw new AuthgateConfigError(
+      nameOf('socketTimeoutMs'),
+      `must be longer than ${nameOf('backendTimeoutMs')} (${config.backendTimeoutMs} ms), or 0 for none; got ${config.socketTimeoutMs} ms`,
+    )
   if (config.requestTimeoutMs < config.headerTimeoutMs)
     throw new AuthgateConfigError(
       nameOf('requestTimeoutMs'),

@@ -130,6 +130,20 @@ export const SETTINGS: readonly Setting[] = [
     default: '0',
     meaning: 'requests served on one client connection before it is closed; `0` for no limit',
   },
+  {
+    name: 'AUTHGATE_MAX_CONNECTIONS',
+    group: 'Client limits',
+    default: '10000',
+    meaning:
+      'most client connections open at once (idle keep-alive ones included); beyond it a new connection is closed at once, so slow or idle clients cannot take the descriptors the backend and Redis need; `0` for no limit',
+  },
+  {
+    name: 'AUTHGATE_SOCKET_TIMEOUT',
+    group: 'Client limits',
+    defaultText: 'backend timeout + 15s',
+    meaning:
+      'longest a client connection with a request open may go without a byte moving either way (a client that stops reading its answer); over it the connection is closed; longer than the backend timeout, or `0` for none',
+  },
   // Logs, metrics and health
   {
     name: 'AUTHGATE_LOG_LEVEL',
@@ -221,6 +235,13 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Rate limiting',
     defaultText: 'none',
     meaning: "Sentinel only: the sentinels' own password (Redis's is in the URL)",
+  },
+  {
+    name: 'AUTHGATE_REDIS_TLS_CA',
+    group: 'Rate limiting',
+    defaultText: "none (Node.js's trusted CAs)",
+    meaning:
+      'path of a PEM file with the CA certificate(s) that signed the Redis (and sentinel) certificates, for `rediss…` URLs; replaces the default trust',
   },
   {
     name: 'AUTHGATE_REDIS_KEY_PREFIX',

@@ -9,9 +9,15 @@ import type { CoreConfig } from '../config.ts'
  *   counting once the request is received: a slow backend is the backend timeout's business);
  * - `connectionsCheckingInterval`: how often Node.js looks for connections past those two. Its
  *   default, 30 s, is why a slow client used to hold on for a minute and a half.
+ * - `connectionTimeout` (Node.js's `server.timeout`): a connection with no byte moving either way
+ *   for AUTHGATE_SOCKET_TIMEOUT is closed. The two above stop counting once the request is in, so
+ *   without it a client that asks for a large answer (the 4.9 MB reference page script) and never
+ *   reads it would hold its connection for ever;
  * - `maxHeaderSize`, `keepAliveTimeout`, `maxRequestsPerSocket`;
  * - `requireHostHeader` off: src/http/host.ts answers a request without `Host` instead of Node.js.
- * Each rejection reaches the client-error handler (src/http/client-errors.ts).
+ * Each rejection reaches the client-error handler (src/http/client-errors.ts). Together they bound
+ * how long any one client connection is held (a slow head, a slow body, an idle keep-alive); how
+ * many are held at once is src/http/connection-limit.ts's.
  */
 export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
   const shortest = Math.min(config.headerTimeoutMs, config.requestTimeoutMs)
@@ -25,6 +31,7 @@ export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
       requireHostHeader: false,
     },
     requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: config.socketTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     maxRequestsPerSocket: config.maxRequestsPerSocket,
     // Requests arriving on open connections while shutting down are served, not refused with 503:

@@ -14,6 +14,8 @@ export interface MetricsOptions {
   processMetrics?: boolean
   /** The client-error handler's counts, by `error\treason` (src/http/client-errors.ts). */
   clientErrors?: ReadonlyMap<string, number>
+  /** Connections closed by AUTHGATE_MAX_CONNECTIONS (src/http/connection-limit.ts). */
+  connectionLimit?: { readonly dropped: number }
 }
 
 /** Seconds; Supabase Auth answers in milliseconds to a second, bcrypt-bound sign-ins near 100 ms. */
@@ -84,6 +86,20 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
     // The two with one reason each are there from the start; a malformed request's reason varies.
     counter.inc({ error: 'client_timeout', reason: 'ERR_HTTP_REQUEST_TIMEOUT' }, 0)
     counter.inc({ error: 'request_header_too_large', reason: 'HPE_HEADER_OVERFLOW' }, 0)
+  }
+
+  const connectionLimit = options.connectionLimit
+  if (connectionLimit !== undefined) {
+    let seen = 0
+    new Counter({
+      name: 'authgate_connections_dropped_total',
+      help: 'Client connections closed on arrival because AUTHGATE_MAX_CONNECTIONS were open',
+      registers: [registry],
+      collect() {
+        this.inc(connectionLimit.dropped - seen)
+        seen = connectionLimit.dropped
+      },
+    })
   }
 
   const limiter = options.rateLimiter

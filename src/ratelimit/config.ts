@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { parseRouteKey } from '../auth/routes/id.ts'
 import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
@@ -9,6 +10,8 @@ import { parseRedisUrl } from './redis-url.ts'
 export interface RedisSettings {
   /** One server, a Sentinel-watched primary or a Cluster (src/ratelimit/redis-url.ts). */
   url: string
+  /** PEM text of the CA certificate(s) trusted for TLS (`rediss…`) instead of Node.js's defaults. */
+  tlsCa?: string | undefined
   /** The sentinels' own password (`requirepass` of the sentinels), when they have one. */
   sentinelPassword?: string | undefined
   /** Prepended to every key, so several deployments can share one Redis. */
@@ -160,6 +163,17 @@ export function loadRateLimitConfig(
   }
 }
 
+/**
+ * The Redis connection the environment names (AUTHGATE_REDIS_URL and the settings that go with it),
+ * or undefined without a URL: what the rate limiter and the cookie-session store both connect with.
+ */
+export function loadRedisConnection(env: Env): RedisSettings | undefined {
+  return redisSettings(
+    (name) => envValue(env, name),
+    (name) => settingValue(env, name)!,
+  )
+}
+
 function redisSettings(
   get: (name: string) => string | undefined,
   setting: (name: string) => string,
@@ -167,17 +181,39 @@ function redisSettings(
   const url = get('AUTHGATE_REDIS_URL')
   const timeoutMs = parseDuration('AUTHGATE_REDIS_TIMEOUT', setting('AUTHGATE_REDIS_TIMEOUT'))
   if (url === undefined) return undefined
+  let tls: boolean
   try {
     // The URL may hold a password: the messages never echo it.
-    parseRedisUrl(url)
+    tls = parseRedisUrl(url).tls
   } catch (err) {
     throw new AuthgateConfigError('AUTHGATE_REDIS_URL', (err as Error).message)
   }
   const sentinelPassword = get('AUTHGATE_REDIS_SENTINEL_PASSWORD')
+  const tlsCa = readTlsCa(get('AUTHGATE_REDIS_TLS_CA'), tls)
   return {
     url,
+    ...(tlsCa !== undefined ? { tlsCa } : {}),
     ...(sentinelPassword !== undefined ? { sentinelPassword } : {}),
     keyPrefix: setting('AUTHGATE_REDIS_KEY_PREFIX'),
     timeoutMs,
   }
+}
+
+/** The CA file's PEM text, read once at start-up so a wrong path stops the service then. */
+function readTlsCa(path: string | undefined, tls: boolean): string | undefined {
+  if (path === undefined) return undefined
+  if (!tls)
+    throw new AuthgateConfigError(
+      'AUTHGATE_REDIS_TLS_CA',
+      'is only used with a TLS URL (rediss://, rediss+sentinel://, rediss+cluster://)',
+    )
+  let pem: string
+  try {
+    pem = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new AuthgateConfigError('AUTHGATE_REDIS_TLS_CA', `cannot read ${path}: ${(err as Error).message}`)
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----'))
+    throw new AuthgateConfigError('AUTHGATE_REDIS_TLS_CA', `${path} holds no PEM certificate`)
+  return pem
 }

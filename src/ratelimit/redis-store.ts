@@ -19,7 +19,9 @@ export function createRedisClient(settings: RedisSettings, connectionName = 'aut
   const { Redis, Cluster } = loadIoredis()
   const target = parseRedisUrl(settings.url)
   const options = redisClientOptions(settings.timeoutMs, connectionName)
-  if (target.kind === 'single') return new Redis(settings.url, options)
+  // Node.js's default trust, or only the configured CA.
+  const tls = settings.tlsCa !== undefined ? { ca: settings.tlsCa } : {}
+  if (target.kind === 'single') return new Redis(settings.url, target.tls ? { ...options, tls } : options)
   const credentials = {
     ...(target.username !== undefined ? { username: target.username } : {}),
     ...(target.password !== undefined ? { password: target.password } : {}),
@@ -32,7 +34,7 @@ export function createRedisClient(settings: RedisSettings, connectionName = 'aut
       name: target.name,
       db: target.db,
       ...(settings.sentinelPassword !== undefined ? { sentinelPassword: settings.sentinelPassword } : {}),
-      ...(target.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+      ...(target.tls ? { tls, sentinelTLS: tls, enableTLSForSentinelMode: true } : {}),
       // Not ioredis's failoverDetector: its announcement can arrive while the client is already
       // reconnecting (the primary died first) and then ends the client for good. A dead primary
       // closes the connection, a demoted one answers READONLY; either way the client asks the
@@ -48,7 +50,7 @@ export function createRedisClient(settings: RedisSettings, connectionName = 'aut
   void reconnectOnError
   void enableOfflineQueue
   return new Cluster(target.nodes, {
-    redisOptions: { ...nodeOptions, ...credentials, ...(target.tls ? { tls: {} } : {}) },
+    redisOptions: { ...nodeOptions, ...credentials, ...(target.tls ? { tls } : {}) },
     // While the cluster is not ready a decision fails at once (the failure policy applies).
     enableOfflineQueue: false,
     enableReadyCheck: true,
@@ -116,7 +118,7 @@ export class RedisStore implements RateLimitStore {
       }, 1000).unref()
     })
     // Without a listener ioredis prints every reconnect failure to stderr.
-    this.client.on('error', (err: Error) => options.onConnectionError?.(err))
+    this.client.on('error', (err: Error) => options.onConnectionError?.(explainConnectionError(err)))
   }
 
   /** Resolves true once connected, false after `timeoutMs` (decisions then follow the failure policy). */
@@ -200,6 +202,32 @@ export class RedisStore implements RateLimitStore {
     }
     this.client.disconnect()
   }
+}
+
+// Node.js's codes for a server certificate it does not accept (tls.connect's verification).
+const CERTIFICATE_ERRORS = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+])
+
+/**
+ * A refused server certificate says what to check: otherwise the log shows only OpenSSL's words
+ * and the operator has to guess which setting is involved.
+ */
+export function explainConnectionError(err: Error): Error {
+  const code = (err as { code?: unknown }).code
+  if (typeof code !== 'string' || !CERTIFICATE_ERRORS.has(code)) return err
+  return new Error(
+    `Redis TLS: the server certificate is not accepted (${code}: ${err.message}); ` +
+      'AUTHGATE_REDIS_TLS_CA must hold the CA that signed it, and the certificate must name the host of AUTHGATE_REDIS_URL',
+  )
 }
 
 function toDecision(reply: unknown): Decision {

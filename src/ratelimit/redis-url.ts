@@ -15,7 +15,7 @@ export interface HostPort {
 }
 
 export type RedisTarget =
-  | { kind: 'single'; url: string }
+  | { kind: 'single'; url: string; tls: boolean }
   | {
       kind: 'sentinel'
       sentinels: HostPort[]
@@ -45,7 +45,7 @@ export function parseRedisUrl(raw: string): RedisTarget {
       throw new Error(
         `must be redis://, rediss://, redis+sentinel:// or redis+cluster:// (with rediss+ for TLS), got ${parsed.protocol}`,
       )
-    return { kind: 'single', url }
+    return { kind: 'single', url, tls: parsed.protocol === 'rediss:' }
   }
   const [, scheme, kind, userinfo, hostList, path] = multi
   const tls = scheme!.toLowerCase() === 'rediss'

@@ -1,8 +1,7 @@
 import { parseDuration, parseOrigins } from '../config.ts'
 import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
-import type { RedisSettings } from '../ratelimit/config.ts'
-import { parseRedisUrl } from '../ratelimit/redis-url.ts'
+import { loadRedisConnection, type RedisSettings } from '../ratelimit/config.ts'
 import { parseSessionKeys, type SessionKey } from './crypto.ts'
 
 /**
@@ -129,19 +128,12 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
   let store: SessionConfig['store']
   if (storeKind === 'memory') store = { kind: 'memory', maxEntries: 100_000 }
   else if (storeKind === 'redis') {
-    const url = envValue(env, 'AUTHGATE_REDIS_URL')
-    if (url === undefined) throw new AuthgateConfigError('AUTHGATE_SESSION_STORE', '`redis` needs AUTHGATE_REDIS_URL')
-    try {
-      // The URL may hold a password: the message never echoes it.
-      parseRedisUrl(url)
-    } catch (err) {
-      throw new AuthgateConfigError('AUTHGATE_REDIS_URL', (err as Error).message)
-    }
-    const sentinelPassword = envValue(env, 'AUTHGATE_REDIS_SENTINEL_PASSWORD')
+    // The rate limiter's connection settings (URL, Sentinel password, TLS CA), with the store's own prefix and timeout.
+    const redis = loadRedisConnection(env)
+    if (redis === undefined) throw new AuthgateConfigError('AUTHGATE_SESSION_STORE', '`redis` needs AUTHGATE_REDIS_URL')
     store = {
       kind: 'redis',
-      url,
-      ...(sentinelPassword !== undefined ? { sentinelPassword } : {}),
+      ...redis,
       keyPrefix: setting('AUTHGATE_SESSION_KEY_PREFIX'),
       timeoutMs: parseDuration('AUTHGATE_SESSION_REDIS_TIMEOUT', setting('AUTHGATE_SESSION_REDIS_TIMEOUT')),
     }

@@ -208,7 +208,7 @@ describe('readiness and the rate-limit Redis', { skip: redisServerSkipReason() }
       await app.close()
       await following.close()
       await backend.close()
-      await redis.stop()
+      await redis.remove()
     }
   })
 })

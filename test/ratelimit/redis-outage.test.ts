@@ -22,7 +22,7 @@ describe('redis outage', { skip: redisServerSkipReason() }, () => {
     redis = await ThrowawayRedis.start()
   })
   after(async () => {
-    await redis?.stop()
+    await redis?.remove()
   })
 
   async function setup(t: TestContext, onError: 'open' | 'closed', waitForReady = true) {

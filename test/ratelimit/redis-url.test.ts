@@ -9,10 +9,12 @@ describe('AUTHGATE_REDIS_URL deployments', () => {
     assert.deepEqual(parseRedisUrl('redis://:pw@127.0.0.1:6379/2'), {
       kind: 'single',
       url: 'redis://:pw@127.0.0.1:6379/2',
+      tls: false,
     })
     assert.deepEqual(parseRedisUrl('rediss://cache.example.com:6380'), {
       kind: 'single',
       url: 'rediss://cache.example.com:6380',
+      tls: true,
     })
   })
 

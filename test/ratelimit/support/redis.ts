@@ -1,6 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { connect as tlsConnect } from 'node:tls'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 export const SHARED_REDIS_URL = 'redis://127.0.0.1:6379'
@@ -10,20 +14,31 @@ export function uniquePrefix(label: string): string {
   return `authgate-test:${label}:${randomUUID()}:`
 }
 
-/** Sends PING on a raw socket; true when +PONG comes back within the timeout. */
-export function pingRedis(port: number, timeoutMs = 500): Promise<boolean> {
+/** Sends PING on a raw socket (TLS when a CA is given); true when +PONG comes back within the timeout. */
+export function pingRedis(port: number, timeoutMs = 500, tlsCa?: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
+    const socket =
+      tlsCa === undefined
+        ? createConnection({ host: '127.0.0.1', port })
+        : tlsConnect({ host: '127.0.0.1', port, ca: tlsCa })
     const finish = (ok: boolean) => {
       clearTimeout(timer)
       socket.destroy()
       resolve(ok)
     }
     const timer = setTimeout(() => finish(false), timeoutMs)
-    socket.on('connect', () => socket.write('PING\r\n'))
+    socket.on(tlsCa === undefined ? 'connect' : 'secureConnect', () => socket.write('PING\r\n'))
     socket.on('data', (d) => finish(d.toString().startsWith('+PONG')))
     socket.on('error', () => finish(false))
   })
+}
+
+/** Certificate files for a TLS redis-server (paths), and the CA's PEM text to trust it. */
+export interface RedisTlsFiles {
+  cert: string
+  key: string
+  ca: string
+  caPem: string
 }
 
 /** Why the shared-Redis tests cannot run, or undefined when they can. */
@@ -51,28 +66,51 @@ async function freePort(): Promise<number> {
  */
 export class ThrowawayRedis {
   readonly port: number
+  /** Its own working directory (removed by `remove`). */
+  readonly dir: string
+  readonly #tls: RedisTlsFiles | undefined
   #process: ChildProcess | undefined
 
-  private constructor(port: number) {
+  private constructor(port: number, tls: RedisTlsFiles | undefined) {
     this.port = port
+    this.#tls = tls
+    this.dir = mkdtempSync(join(tmpdir(), 'authgate-redis-'))
   }
 
-  static async start(): Promise<ThrowawayRedis> {
-    const redis = new ThrowawayRedis(await freePort())
+  /** With `tls`, the port speaks TLS only (no plain port). */
+  static async start(options: { tls?: RedisTlsFiles } = {}): Promise<ThrowawayRedis> {
+    const redis = new ThrowawayRedis(await freePort(), options.tls)
     await redis.restart()
     return redis
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`
+    return `${this.#tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}`
   }
 
   /** Starts the server (again) on the same port and waits until it answers PING. */
   async restart(): Promise<void> {
     if (this.#process) throw new Error('already running')
+    const tls = this.#tls
+    const listen = tls
+      ? ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key]
+      : ['--port', String(this.port)]
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+      [
+        ...listen,
+        ...(tls ? ['--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no'] : []),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        this.dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+      ],
       { stdio: 'ignore' },
     )
     this.#process = child
@@ -80,7 +118,7 @@ export class ThrowawayRedis {
       if (this.#process === child) this.#process = undefined
     })
     for (let i = 0; i < 100; i++) {
-      if (await pingRedis(this.port, 200)) return
+      if (await pingRedis(this.port, 200, tls?.caPem)) return
       await sleep(50)
     }
     throw new Error(`throwaway redis-server on ${this.port} did not start`)
@@ -95,6 +133,12 @@ export class ThrowawayRedis {
     child.kill('SIGKILL')
     await exited
     this.#process = undefined
+  }
+
+  /** Stops the server and removes its directory. */
+  async remove(): Promise<void> {
+    await this.stop()
+    rmSync(this.dir, { recursive: true, force: true })
   }
 
   /** Freezes the server: connections stay open but nothing is answered (a hung Redis). */
