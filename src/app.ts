@@ -130,8 +130,10 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   const { backend, forwarder, rateLimiter } = app.authgate
   // Every answer names its request id, so a client's report can be matched to the log line.
   const idHeader = config.requestIdHeader
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback style: Fastify runs it without a promise and a microtask (each 429 of a flood passes here).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header(idHeader, request.id)
+    done()
   })
   requireHostHeader(app)
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { sendError } from '../errors.ts'
 import type { Forwarder } from '../proxy/forwarder.ts'
+import type { RateLimitHook } from '../ratelimit/limiter.ts'
 import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
 import { bodyHook } from './body.ts'
 import { decodedBasicCredentials } from './client-credentials.ts'
@@ -16,7 +17,7 @@ export interface MountOptions {
   /** The routes to mount (the table minus the disabled groups). */
   routes: readonly AuthRoute[]
   /** Rate-limit hook per route (undefined: not limited). */
-  rateLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
+  rateLimitHook?: (route: AuthRoute) => RateLimitHook | undefined
 }
 
 declare module 'fastify' {

@@ -49,16 +49,21 @@ export function registerRequestLog(app: FastifyInstance, options: RequestLogOpti
     const q = url.indexOf('?')
     return q === -1 ? url : url.slice(0, q)
   }
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    if (!enabled(request.log, levelOf(pathOf(request.raw.url ?? ''), reply.statusCode))) return payload
+  // Callback-style hooks: Fastify runs them without a promise and a microtask per request.
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
+    if (!enabled(request.log, levelOf(pathOf(request.raw.url ?? ''), reply.statusCode))) return done(null, payload)
     const code = reply.getHeader('x-sb-error-code')
     if (typeof code === 'string') {
       const reason = errorReason(code, payload)
       if (reason !== undefined) (request as WithReason)[kReason] = reason
     }
-    return payload
+    done(null, payload)
   })
-  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
+    writeLine(request, reply)
+    done()
+  })
+  function writeLine(request: FastifyRequest, reply: FastifyReply): void {
     const url = request.raw.url ?? ''
     const status = reply.statusCode
     const level = levelOf(pathOf(url), status)
@@ -86,7 +91,7 @@ export function registerRequestLog(app: FastifyInstance, options: RequestLogOpti
     const ua = request.headers['user-agent']
     if (ua !== undefined) line.userAgent = ua.slice(0, 200)
     request.log[level](line, 'request')
-  })
+  }
 }
 
 function round(ms: number): number {

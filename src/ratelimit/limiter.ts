@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { routeKey } from '../auth/routes/id.ts'
 import { errorResponse, sendError, varyOrigin, wantsNewErrorShape } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
@@ -10,7 +10,13 @@ import { RedisStore } from './redis-store.ts'
 import type { Decision, RateLimitStore } from './store.ts'
 import { warnAtMostEvery } from './throttled-warning.ts'
 
-export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+/**
+ * A route's onRequest hook: callback style for a store that decides synchronously (no promise
+ * between the request and its 429), async for one that does not (Redis).
+ */
+export type RateLimitHook =
+  | ((request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void)
+  | ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>)
 
 export interface RateLimitCounters {
   allowed: number
@@ -131,13 +137,20 @@ export function createRateLimiter(
       return sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
     }
 
-    // A store that decides synchronously: no promise to wait on between the decision and the answer.
+    // A store that decides synchronously: no promise between the decision and the answer, and a
+    // callback-style hook, which Fastify runs without a promise and a microtask of its own.
     const takeSync = store.takeSync?.bind(store)
     if (takeSync) {
-      return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+      return function rateLimit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
         // The same derived client IP the forwarder sends to the backend.
         const decision = takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
-        return decision.allowed ? allow(reply, decision) : deny(request, reply, decision)
+        if (!decision.allowed) {
+          // Answered here: Fastify goes no further when a callback hook sends and does not call done.
+          deny(request, reply, decision)
+          return
+        }
+        allow(reply, decision)
+        done()
       }
     }
     return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
