@@ -74,6 +74,7 @@ async function main(): Promise<void> {
       logger: true,
       processMetrics: true,
       clusterMetrics: cluster.isWorker,
+      refuseEarly: true,
     })
   } catch (err) {
     if (err instanceof AuthgateConfigError) {

@@ -28,6 +28,8 @@ export interface AppMetrics {
   registry: Registry
   /** The forwarder's observer: backend latency and errors, once per exchange. */
   observeBackend(request: FastifyRequest, exchange: BackendExchange): void
+  /** One answered request (the hook's, and the early refusal's, which Fastify never sees). */
+  observeRequest(route: string, method: string, status: number, seconds: number): void
 }
 
 export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}): AppMetrics {
@@ -139,15 +141,17 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
   }
 
   // Callback style: no promise and microtask per request.
+  const observeRequest = (route: string, method: string, status: number, seconds: number) => {
+    requests.inc({ route, method, status: String(status) })
+    duration.observe({ route, method }, seconds)
+  }
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
-    const route = request.routeOptions.url ?? ''
-    const method = request.method
-    requests.inc({ route, method, status: String(reply.statusCode) })
-    duration.observe({ route, method }, reply.elapsedTime / 1000)
+    observeRequest(request.routeOptions.url ?? '', request.method, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
   return {
     registry,
+    observeRequest,
     observeBackend(request, exchange) {
       const route = request.routeOptions.url ?? ''
       if (exchange.error !== undefined) backendErrors.inc({ kind: exchange.error })

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { routeKey } from '../auth/routes/id.ts'
 import { errorResponse, sendError, varyOrigin, wantsNewErrorShape } from '../errors.ts'
@@ -7,6 +8,7 @@ import type { RateLimitConfig } from './config.ts'
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './headers.ts'
 import { MemoryStore } from './memory-store.ts'
 import { RedisStore } from './redis-store.ts'
+import type { RateLimitPolicy } from './policy.ts'
 import type { Decision, RateLimitStore } from './store.ts'
 import { warnAtMostEvery } from './throttled-warning.ts'
 
@@ -29,9 +31,24 @@ export interface RateLimitCounters {
   failedClosed: number
 }
 
+/** A 429 written without Fastify (src/http/early-refusal.ts): the same headers and body as the hook's. */
+export interface EarlyRefusal {
+  headers: Record<string, string>
+  body: Buffer
+}
+
+/**
+ * Decides for a raw request, before Fastify has routed it, given the client IP the route's hook
+ * would use. Refused: the 429 to write. Allowed: undefined, and the decision stays on the request
+ * for the route's hook, so a request is decided once.
+ */
+export type EarlyDecider = (req: IncomingMessage, ip: string) => EarlyRefusal | undefined
+
 export interface RateLimiter {
   /** onRequest hook for a route, or undefined when that route is not limited. */
   hookFor(method: string, template: string): RateLimitHook | undefined
+  /** The early decision for a route, or undefined when it is not limited or the store decides asynchronously. */
+  earlyDeciderFor(method: string, template: string): EarlyDecider | undefined
   /** Live counters (read them; do not write). */
   readonly counters: Readonly<RateLimitCounters>
   readonly store: RateLimitStore
@@ -62,6 +79,25 @@ const { vary: _legacyVary, ...DENIED_LEGACY_HEADERS } = DENIED_LEGACY.headers
 const { vary: _currentVary, ...DENIED_CURRENT_HEADERS } = DENIED_CURRENT.headers
 const DENIED_LEGACY_BODY = Buffer.from(DENIED_LEGACY.body)
 const DENIED_CURRENT_BODY = Buffer.from(DENIED_CURRENT.body)
+
+/** The refusal's headers after `Vary`, for the hook and the early refusal alike. */
+function deniedHeaders(
+  current: boolean,
+  policy: RateLimitPolicy,
+  policyValue: string,
+  decision: Decision,
+): Record<string, string> {
+  return {
+    ...(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS),
+    'ratelimit-policy': policyValue,
+    ratelimit: rateLimitHeader(policy, decision),
+    'retry-after': String(retryAfterSeconds(decision)),
+  }
+}
+
+// A decision made early (src/http/early-refusal.ts), kept on the raw request for the route's hook.
+const kDecision = Symbol('authgate.rateLimitDecision')
+type WithDecision = IncomingMessage & { [kDecision]?: Decision }
 
 /**
  * Bucket name for a route template. Keys are (template, client), not (method, template): routes
@@ -107,10 +143,7 @@ export function createRateLimiter(
       varyOrigin(reply)
       return reply
         .code(429)
-        .headers(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS)
-        .header('RateLimit-Policy', policyValue)
-        .header('RateLimit', rateLimitHeader(policy, decision))
-        .header('Retry-After', String(retryAfterSeconds(decision)))
+        .headers(deniedHeaders(current, policy, policyValue, decision))
         .send(current ? DENIED_CURRENT_BODY : DENIED_LEGACY_BODY)
     }
     const allow = (reply: FastifyReply, decision: Decision) => {
@@ -142,8 +175,11 @@ export function createRateLimiter(
     const takeSync = store.takeSync?.bind(store)
     if (takeSync) {
       return function rateLimit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-        // The same derived client IP the forwarder sends to the backend.
-        const decision = takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
+        // The same derived client IP the forwarder sends to the backend; decided already when the
+        // request came through the early refusal.
+        const decision =
+          (request.raw as WithDecision)[kDecision] ??
+          takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
         if (!decision.allowed) {
           // Answered here: Fastify goes no further when a callback hook sends and does not call done.
           deny(request, reply, decision)
@@ -165,8 +201,31 @@ export function createRateLimiter(
     }
   }
 
+  function earlyDeciderFor(method: string, template: string): EarlyDecider | undefined {
+    const policy = config.routes.get(routeKey(method, template))
+    const takeSync = store.takeSync?.bind(store)
+    if (!policy || !takeSync) return undefined
+    const bucket = bucketName(template) + '|'
+    const policyValue = policyHeader(policy)
+    const prefixLength = config.ipv6PrefixLength
+    return (req, ip) => {
+      const decision = takeSync(bucket + clientKey(ip, prefixLength), policy)
+      if (decision.allowed) {
+        ;(req as WithDecision)[kDecision] = decision
+        return undefined
+      }
+      counters.denied++
+      const current = wantsNewErrorShape(req.headers['x-supabase-api-version'])
+      return {
+        headers: { vary: 'Origin', ...deniedHeaders(current, policy, policyValue, decision) },
+        body: current ? DENIED_CURRENT_BODY : DENIED_LEGACY_BODY,
+      }
+    }
+  }
+
   return {
     hookFor,
+    earlyDeciderFor,
     counters,
     store,
     async ready(timeoutMs = 2000) {
