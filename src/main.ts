@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: it sets how the heap grows while everything else is loaded.
+import { growWithLoad } from './startup-heap.ts'
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { PrimaryStore, runPrimary } from './cluster.ts'
@@ -58,6 +60,8 @@ async function main(): Promise<void> {
       stopTimeoutMs: config.shutdownDelayMs + config.shutdownTimeoutMs,
       log,
     })
+    // The primary holds no app: its heap grows as V8 would have it grow from here on.
+    growWithLoad()
     return
   }
   // A cluster worker without Redis asks the primary, so that every worker draws on one budget.
@@ -99,6 +103,8 @@ async function main(): Promise<void> {
     )
     process.exit(1)
   }
+  // From the first client on, the heap grows as V8 would have it grow.
+  app.server.once('connection', growWithLoad)
   app.log.info({ address, backend: config.backendUrl.href, prefix: config.prefix || '/' }, 'authgate ready')
 }
 
