@@ -243,7 +243,7 @@ function refuseEarly(app: FastifyInstance, config: CoreConfig, rateLimiter: Rate
         status: 429,
         durationMs: ms,
         ip,
-        code: refusal.headers['x-sb-error-code'],
+        code: refusal.code,
         body: refusal.body,
         userAgent: req.headers['user-agent'],
       })

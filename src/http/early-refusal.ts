@@ -37,16 +37,18 @@ export interface EarlyRefusalOptions {
  * and not with CORS (whose headers the 429 would lack): the caller checks.
  */
 export function installEarlyRefusal(server: Server, options: EarlyRefusalOptions): void {
-  const byMethodAndPath = new Map<string, EarlyRoute>()
-  for (const route of options.routes) byMethodAndPath.set(`${route.method} ${route.url}`, route)
-  if (byMethodAndPath.size === 0) return
+  // By path, then method: no string built per request to look a route up.
+  const byPath = new Map<string, EarlyRoute[]>()
+  for (const route of options.routes) byPath.set(route.url, [...(byPath.get(route.url) ?? []), route])
+  if (byPath.size === 0) return
   const [fastify, ...others] = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>
   if (fastify === undefined || others.length > 0) throw new Error('early refusal: expected Fastify’s one request listener')
   server.removeListener('request', fastify)
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? ''
     const q = url.indexOf('?')
-    const route = byMethodAndPath.get(`${req.method} ${q === -1 ? url : url.slice(0, q)}`)
+    const candidates = byPath.get(q === -1 ? url : url.slice(0, q))
+    const route = candidates?.find((r) => r.method === req.method)
     const address = req.socket.remoteAddress
     // Without Host (HTTP/1.1), Fastify's hook answers 400: left to it, as is a closed socket.
     if (route === undefined || address === undefined || req.headers.host === undefined) return fastify(req, res)
@@ -55,11 +57,10 @@ export function installEarlyRefusal(server: Server, options: EarlyRefusalOptions
     const refusal = route.decide(req, ip)
     if (refusal === undefined) return fastify(req, res)
     const id = options.requestId(req)
-    res.writeHead(429, {
-      [options.requestIdHeader]: id,
-      ...refusal.headers,
-      'content-length': String(refusal.body.length),
-    })
+    const headers = [options.requestIdHeader, id]
+    for (const h of refusal.headers) headers.push(h)
+    headers.push('content-length', String(refusal.body.length))
+    res.writeHead(429, headers)
     res.end(refusal.body)
     options.onRefused({ req, route, id, ip, startedAt, refusal })
   })

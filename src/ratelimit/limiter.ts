@@ -33,15 +33,13 @@ export interface RateLimitCounters {
 
 /** A 429 written without Fastify (src/http/early-refusal.ts): the same headers and body as the hook's. */
 export interface EarlyRefusal {
-  headers: Record<string, string>
+  /** Name, value, name, value, ...: `Vary` first, as the hook's reply has it, then the hook's own. */
+  headers: string[]
   body: Buffer
+  /** The `x-sb-error-code` sent, for the log line. */
+  code: string | undefined
 }
 
-/**
- * Decides for a raw request, before Fastify has routed it, given the client IP the route's hook
- * would use. Refused: the 429 to write. Allowed: undefined, and the decision stays on the request
- * for the route's hook, so a request is decided once.
- */
 export type EarlyDecider = (req: IncomingMessage, ip: string) => EarlyRefusal | undefined
 
 export interface RateLimiter {
@@ -208,6 +206,16 @@ export function createRateLimiter(
     const bucket = bucketName(template) + '|'
     const policyValue = policyHeader(policy)
     const prefixLength = config.ipv6PrefixLength
+    // The same headers as deniedHeaders, flat: the constant ones once per route, the rest per answer.
+    const fixed = (current: boolean) => [
+      'vary',
+      'Origin',
+      ...Object.entries(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS).flat(),
+      'ratelimit-policy',
+      policyValue,
+    ]
+    const fixedLegacy = fixed(false)
+    const fixedCurrent = fixed(true)
     return (req, ip) => {
       const decision = takeSync(bucket + clientKey(ip, prefixLength), policy)
       if (decision.allowed) {
@@ -216,9 +224,12 @@ export function createRateLimiter(
       }
       counters.denied++
       const current = wantsNewErrorShape(req.headers['x-supabase-api-version'])
+      const headers = (current ? fixedCurrent : fixedLegacy).slice()
+      headers.push('ratelimit', rateLimitHeader(policy, decision), 'retry-after', String(retryAfterSeconds(decision)))
       return {
-        headers: { vary: 'Origin', ...deniedHeaders(current, policy, policyValue, decision) },
+        headers,
         body: current ? DENIED_CURRENT_BODY : DENIED_LEGACY_BODY,
+        code: (current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS)['x-sb-error-code'],
       }
     }
   }
