@@ -14,7 +14,8 @@ import { Pool, type Dispatcher } from 'undici'
 
 const [port, limitedPort, backendPort] = process.argv.slice(2).map(Number)
 const pool = new Pool(`http://127.0.0.1:${backendPort}`, { connections: 64, pipelining: 1 })
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding'])
+// Content-Length too: the relay sets the length of what it holds.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length'])
 
 /** The answer held whole and written with its head in one piece, as authgate's relay does for small bodies. */
 class Relay implements Dispatcher.DispatchHandler {
@@ -25,6 +26,7 @@ class Relay implements Dispatcher.DispatchHandler {
   constructor(res: ServerResponse) {
     this.res = res
   }
+  onRequestStart(): void {}
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     this.#status = statusCode
     const raw = controller.rawHeaders as Buffer[]
