@@ -42,7 +42,8 @@ export function installEarlyRefusal(server: Server, options: EarlyRefusalOptions
   for (const route of options.routes) byPath.set(route.url, [...(byPath.get(route.url) ?? []), route])
   if (byPath.size === 0) return
   const [fastify, ...others] = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>
-  if (fastify === undefined || others.length > 0) throw new Error('early refusal: expected Fastify’s one request listener')
+  if (fastify === undefined || others.length > 0)
+    throw new Error('early refusal: expected Fastify’s one request listener')
   server.removeListener('request', fastify)
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? ''

@@ -81,7 +81,8 @@ describe('the early refusal', () => {
   it('answers a client over its limit as the route’s hook does: status, headers, body, log line, metrics', async () => {
     const answers: Record<string, Answer[]> = { early: [], hooked: [] }
     for (const name of ['early', 'hooked'] as const)
-      for (let i = 0; i < 4; i++) answers[name]!.push(await send(apps[name].port, TOKEN, { 'user-agent': 'ua/1' }, BODY))
+      for (let i = 0; i < 4; i++)
+        answers[name]!.push(await send(apps[name].port, TOKEN, { 'user-agent': 'ua/1' }, BODY))
     for (const name of ['early', 'hooked'] as const) {
       assert.deepEqual(
         answers[name]!.map((a) => a.status),
@@ -147,7 +148,9 @@ describe('the early refusal', () => {
     // HTTP/1.1 without Host: Fastify's hook answers 400, not a 429.
     const head = await new Promise<string>((resolve, reject) => {
       const socket = connect(apps.early.port, '127.0.0.1', () =>
-        socket.write(`POST ${TOKEN} HTTP/1.1\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`),
+        socket.write(
+          `POST ${TOKEN} HTTP/1.1\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`,
+        ),
       )
       let text = ''
       socket.on('data', (c: Buffer) => (text += c.toString()))
