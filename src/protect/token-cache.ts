@@ -94,10 +94,6 @@ export class VerifiedTokenCache {
     this.#entries.set(token, { user, expiresAtMs, kid: alg === 'HS256' ? undefined : kid, keys, key })
   }
 
-  clear(): void {
-    this.#entries.clear()
-  }
-
   #valid(entry: Entry): boolean {
     if (Date.now() >= entry.expiresAtMs) return false
     if (entry.keys === undefined) return true // HS256: the secret
