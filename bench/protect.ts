@@ -2,7 +2,10 @@
  * What protecting a route costs: requests per second of authgate (one Node process, so one core
  * for the JavaScript) answering the same small JSON on routes that
  *   - check nothing (`open`),
- *   - verify the Supabase Auth access token locally (`verified`: ES256 signature, claims),
+ *   - verify the Supabase Auth access token locally (`verified`: ES256 signature, claims; the same
+ *     token on every request, so with the verified-token cache on it costs a lookup),
+ *   - the same with the cache off (`verified-no-cache`, a second app on its own port: every
+ *     request checks the signature),
  *   - verify it and check the session with the cached `GET /user` (`session`, 10 s TTL),
  *   - call Supabase Auth's `GET /user` on every request, as teams without local verification do
  *     (`get-user`).
@@ -63,6 +66,21 @@ app.route(
 )
 await app.listen({ port, host: '127.0.0.1' })
 
+// The same verification with the verified-token cache off, on a port of its own.
+const noCache = await buildApp({
+  config: { backendUrl: parseBackendUrl('bench', backend.url), prefix: '/auth' },
+  rateLimit: false,
+  logger: false,
+  protect: { issuer: publicUrl, tokenCache: false },
+})
+noCache.route(defineRoute({ method: 'GET', url: '/bench/verified', auth: 'required', handler: async () => body }))
+await noCache.listen({ port: 0, host: '127.0.0.1' })
+const noCachePort = (noCache.server.address() as { port: number }).port
+const target = (route: string) =>
+  route === 'verified-no-cache'
+    ? `http://127.0.0.1:${noCachePort}/bench/verified`
+    : `http://127.0.0.1:${port}/bench/${route}`
+
 const signup = await fetch(`http://127.0.0.1:${port}/auth/signup`, {
   method: 'POST',
   headers: { 'content-type': 'application/json' },
@@ -71,8 +89,8 @@ const signup = await fetch(`http://127.0.0.1:${port}/auth/signup`, {
 const { access_token: token } = (await signup.json()) as { access_token: string }
 
 // Each route must answer 200 with the token, or the figures mean nothing.
-for (const route of ['open', 'verified', 'session', 'get-user']) {
-  const res = await fetch(`http://127.0.0.1:${port}/bench/${route}`, { headers: { authorization: `Bearer ${token}` } })
+for (const route of ['open', 'verified', 'verified-no-cache', 'session', 'get-user']) {
+  const res = await fetch(target(route), { headers: { authorization: `Bearer ${token}` } })
   await res.arrayBuffer()
   if (res.status !== 200) throw new Error(`/bench/${route} answered ${res.status}`)
 }
@@ -88,7 +106,7 @@ async function wrk(route: string): Promise<{ rps: number; p99: string; non2xx: n
       '--latency',
       '-H',
       `Authorization: Bearer ${token}`,
-      `http://127.0.0.1:${port}/bench/${route}`,
+      target(route),
     ],
     { encoding: 'utf8' },
   )
@@ -98,7 +116,7 @@ async function wrk(route: string): Promise<{ rps: number; p99: string; non2xx: n
   return { rps, p99, non2xx }
 }
 
-const routes = ['open', 'verified', 'session', 'get-user'] as const
+const routes = ['open', 'verified', 'verified-no-cache', 'session', 'get-user'] as const
 const results: Record<string, number[]> = Object.fromEntries(routes.map((r) => [r, []]))
 const p99s: Record<string, string[]> = Object.fromEntries(routes.map((r) => [r, []]))
 for (let round = 0; round < Number(values.rounds); round++) {
@@ -114,9 +132,12 @@ const best = (r: string) => Math.max(...results[r]!)
 for (const route of routes) {
   const ratio = (best(route) / best('open')).toFixed(2)
   console.log(
-    `${route.padEnd(9)} ${best(route).toFixed(0).padStart(7)} req/s  (${ratio} of open)  p99 ${p99s[route]!.join(' / ')}`,
+    `${route.padEnd(17)} ${best(route).toFixed(0).padStart(7)} req/s  (${ratio} of open)  p99 ${p99s[route]!.join(' / ')}`,
   )
 }
 console.log(`GET /user calls made by the session check: ${app.authgateProtect!.sessions!.calls}`)
+const cache = app.authgateProtect!.verifier.cache!
+console.log(`verified-token cache: ${cache.hits} hits, ${cache.misses} misses, ${cache.size} entries`)
 await app.close()
+await noCache.close()
 await backend.stop()

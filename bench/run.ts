@@ -29,6 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { constantRate, idleConnections, type RequestSpec } from './load.ts'
+import { benchToken } from './peers/authgate-protected.ts'
 
 const { values: opts } = parseArgs({
   options: {
@@ -81,6 +82,8 @@ const PORTS = {
   baselineMemory: 19516,
   nodeFloor: 19517,
   nodeFloorLimited: 19518,
+  protect: 19520,
+  protectNoCache: 19521,
 }
 
 // --- processes ---------------------------------------------------------------------------------
@@ -183,6 +186,8 @@ interface Peer {
   direct?: boolean
   /** Left out of the memory table (the floor runs from TypeScript sources, whose stripping costs memory). */
   noMemory?: boolean
+  /** Serves the application routes of bench/peers/authgate-protected.ts (cases f, g). */
+  protect?: boolean
   pid: () => number | undefined
   group: 'single' | 'all-cores' | 'limit'
 }
@@ -291,6 +296,22 @@ if (want('authgate')) {
     })
   }
 }
+const { publicJwk, token: BENCH_TOKEN } = await benchToken()
+if (want('authgate')) {
+  // Application routes behind the protect plugin, with the verified-token cache and without it.
+  for (const [name, port, extra] of [
+    ['authgate (protect)', PORTS.protect, []],
+    ['authgate (protect, no token cache)', PORTS.protectNoCache, ['--no-token-cache']],
+  ] as const) {
+    const p = start(process.execPath, [
+      join(ROOT, 'bench/peers/authgate-protected.ts'),
+      String(port),
+      JSON.stringify(publicJwk),
+      ...extra,
+    ])
+    peers.push({ name, port, pid: () => p.pid, group: 'single', noMemory: true, protect: true })
+  }
+}
 if (opts.baseline && want('authgate')) {
   // The same service at another commit, for before/after in one run.
   const dir = join(DIR, 'baseline')
@@ -390,6 +411,8 @@ interface Case {
   expect: number
   /** Peers that have no such thing (the OpenAPI document is authgate's own). */
   authgateOnly?: boolean
+  /** Only the peers serving application routes behind the protect plugin. */
+  protectOnly?: boolean
   latency: boolean
 }
 const TOKEN_BODY = '{"email":"user@example.com","password":"correct-horse-battery"}'
@@ -432,6 +455,22 @@ const CASES: Case[] = [
     latency: true,
   },
   {
+    id: 'f',
+    label: '(f) GET /bench/open (application route, no check)',
+    request: { method: 'GET', path: '/bench/open', headers: { authorization: `Bearer ${BENCH_TOKEN}` } },
+    protectOnly: true,
+    expect: 200,
+    latency: true,
+  },
+  {
+    id: 'g',
+    label: "(g) GET /bench/verified (auth: 'required', ES256, the same token again)",
+    request: { method: 'GET', path: '/bench/verified', headers: { authorization: `Bearer ${BENCH_TOKEN}` } },
+    protectOnly: true,
+    expect: 200,
+    latency: true,
+  },
+  {
     id: 'e',
     label: '(e) GET /openapi.json (gzip, as browsers ask)',
     request: { method: 'GET', path: '/openapi.json', headers: { 'accept-encoding': 'gzip' } },
@@ -442,6 +481,7 @@ const CASES: Case[] = [
 ]
 
 function portFor(peer: Peer, c: Case): number | undefined {
+  if (Boolean(c.protectOnly) !== Boolean(peer.protect)) return undefined
   if (c.authgateOnly && !peer.name.startsWith('authgate')) return undefined
   if (c.limited) return peer.limitedPort
   return peer.port >= 0 ? peer.port : undefined
@@ -606,26 +646,43 @@ lines.push(
 )
 lines.push('')
 lines.push(
-  `Max: wrk -t1 -c${CONNECTIONS}, ${DURATION} s, median of ${ROUNDS} interleaved rounds. Latency: open loop at ${thousands(RATE)} req/s over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. CPU: user + system time of the peer's processes during the wrk run, per 1,000 answers. Ratio: max req/s over nginx's (one worker) in the same case.`,
+  `Max: wrk -t1 -c${CONNECTIONS}, ${DURATION} s, median of ${ROUNDS} interleaved rounds. Latency: open loop at ${thousands(RATE)} req/s over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. CPU: user + system time of the peer's processes during the wrk run, per 1,000 answers. Ratios: max req/s over nginx's (one worker) and over the Node.js floor's (bench/peers/node-floor.ts: node:http, undici's dispatch API, a prebuilt 429) in the same case; p99 − floor: the difference of the medians.`,
 )
 lines.push('')
-lines.push('| case | peer | max req/s | × nginx | p50 ms | p99 ms | CPU ms / 1k req |')
-lines.push('|---|---|--:|--:|--:|--:|--:|')
+lines.push('| case | peer | max req/s | × nginx | × floor | p50 ms | p99 ms | p99 − floor ms | CPU ms / 1k req |')
+lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|')
+const FLOOR = 'node:http + undici (floor)'
 for (const c of cases) {
   const nginxCell = results.get(`${c.id}|nginx`)
   const ref = nginxCell ? median(nginxCell.rps) : NaN
+  const floorCell = results.get(`${c.id}|${FLOOR}`)
+  const floorRps = floorCell ? median(floorCell.rps) : NaN
+  const floorP99 = floorCell ? median(floorCell.p99) : NaN
   for (const p of peers) {
     const cell = results.get(`${c.id}|${p.name}`)
     if (!cell) continue
     if (cell.wrongStatus) {
-      lines.push(`| ${c.label} | ${p.name} | ${cell.wrongStatus} | | | | |`)
+      lines.push(`| ${c.label} | ${p.name} | ${cell.wrongStatus} | | | | | | |`)
       continue
     }
     const rps = median(cell.rps)
+    const p99 = median(cell.p99)
+    const vsFloor = p.name === FLOOR ? '' : fmt(rps / floorRps, 2)
+    const p99VsFloor = !c.latency || p.name === FLOOR ? '' : fmt(p99 - floorP99, 2)
     lines.push(
-      `| ${c.label} | ${p.name} | ${thousands(rps)} | ${fmt(rps / ref, 2)} | ${c.latency ? fmt(median(cell.p50), 2) : ''} | ${c.latency ? fmt(median(cell.p99), 2) + (cell.latencyErrors ? ` (${cell.latencyErrors} late/lost)` : '') : ''} | ${fmt(median(cell.cpuMsPer1k), 1)} |`,
+      `| ${c.label} | ${p.name} | ${thousands(rps)} | ${fmt(rps / ref, 2)} | ${vsFloor} | ${c.latency ? fmt(median(cell.p50), 2) : ''} | ${c.latency ? fmt(p99, 2) + (cell.latencyErrors ? ` (${cell.latencyErrors} late/lost)` : '') : ''} | ${p99VsFloor} | ${fmt(median(cell.cpuMsPer1k), 1)} |`,
     )
   }
+}
+// Protected routes: the verified route against the open one, on the same process.
+for (const p of peers.filter((x) => x.protect)) {
+  const open = results.get(`f|${p.name}`)
+  const verified = results.get(`g|${p.name}`)
+  if (!open || !verified || open.wrongStatus || verified.wrongStatus) continue
+  lines.push('')
+  lines.push(
+    `${p.name}: the verified route at ${fmt(median(verified.rps) / median(open.rps), 2)} × the open route's req/s (${thousands(median(verified.rps))} / ${thousands(median(open.rps))}).`,
+  )
 }
 lines.push('')
 lines.push(

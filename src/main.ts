@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: it sets how the heap grows while everything else is loaded.
+import { growWithLoad } from './startup-heap.ts'
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { PrimaryStore, runPrimary } from './cluster.ts'
@@ -70,6 +72,8 @@ async function main(): Promise<void> {
       stopTimeoutMs: config.shutdownDelayMs + config.shutdownTimeoutMs,
       log,
     })
+    // The primary holds no app: its heap grows as V8 would have it grow from here on.
+    growWithLoad()
     return
   }
   // A cluster worker without Redis asks the primary, so that every worker draws on one budget.
@@ -87,6 +91,7 @@ async function main(): Promise<void> {
       logger: true,
       processMetrics: true,
       clusterMetrics: cluster.isWorker,
+      refuseEarly: true,
     })
   } catch (err) {
     if (err instanceof AuthgateConfigError) {
@@ -111,6 +116,8 @@ async function main(): Promise<void> {
     )
     process.exit(1)
   }
+  // From the first client on, the heap grows as V8 would have it grow.
+  app.server.once('connection', growWithLoad)
   app.log.info({ address, backend: config.backendUrl.href, prefix: config.prefix || '/' }, 'authgate ready')
   // What `authgate doctor` finds (without its probe), as warnings where operators look; once per
   // deployment, not per worker.

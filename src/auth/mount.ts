@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { sendError } from '../errors.ts'
 import type { Forwarder, ForwardTarget } from '../proxy/forwarder.ts'
+import type { RateLimitHook } from '../ratelimit/limiter.ts'
 import type { SessionGate } from '../sessions/gate.ts'
 import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
 import { bodyHook } from './body.ts'
@@ -18,12 +19,12 @@ export interface MountOptions {
   /** The routes to mount (the table minus the disabled groups). */
   routes: readonly AuthRoute[]
   /** Rate-limit hook per route (undefined: not limited). */
-  rateLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
+  rateLimitHook?: (route: AuthRoute) => RateLimitHook | undefined
   /**
    * Per-account limit and message budgets per route (undefined: none): keyed from the validated
    * body, so they run as a preHandler, after validation.
    */
-  bodyLimitHook?: (route: AuthRoute) => ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
+  bodyLimitHook?: (route: AuthRoute) => RateLimitHook | undefined
   /** Cookie sessions (src/sessions/): the cookie's bearer on bearer routes, session answers into cookies. */
   sessions?: SessionGate
 }

@@ -1,5 +1,16 @@
-import { Pool, fetch as undiciFetch, type Dispatcher } from 'undici'
+import { createRequire } from 'node:module'
+import type { Dispatcher, Pool as UndiciPool } from 'undici'
 import { AuthgateConfigError } from '../config/env.ts'
+
+// undici's pool and its request API by their modules, not its index: the index loads fetch,
+// WebSocket, EventSource, the cache stores and mocks, about 12 MB of resident memory a gateway
+// never uses (test/core/backend.test.ts checks these are the classes the index exports).
+const requireModule = createRequire(import.meta.url)
+export const Pool = requireModule('undici/lib/dispatcher/pool.js') as typeof UndiciPool
+export const requestThrough = requireModule('undici/lib/api/api-request.js') as (
+  this: Dispatcher,
+  options: Dispatcher.RequestOptions,
+) => Promise<Dispatcher.ResponseData>
 
 /** How authgate reaches Supabase Auth: one set of options for every part that talks to it. */
 export interface BackendOptions {
@@ -48,11 +59,24 @@ export function normaliseBackendUrl(option: string, raw: URL | string): URL {
   return url
 }
 
-/** A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session check, key set, cookie sessions' refresh and sign-out). */
+/** What the backend's whole answers offer: the part of a fetch `Response` the callers read. */
+export interface BackendResponse {
+  status: number
+  headers: { get(name: string): string | null }
+  text(): Promise<string>
+  json(): Promise<unknown>
+  arrayBuffer(): Promise<ArrayBuffer>
+  body: { cancel(): Promise<void> } | null
+}
+
+/**
+ * A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session
+ * check, key set, cookie sessions' refresh and sign-out, the doctor).
+ */
 export type BackendFetch = (
   url: string | URL,
   init?: { method?: string; body?: string; headers?: Record<string, string> | Headers; signal?: AbortSignal },
-) => Promise<Response>
+) => Promise<BackendResponse>
 
 /**
  * The one connection to Supabase Auth: its base URL, the `apikey`, the request-id header, timeouts
@@ -64,7 +88,7 @@ export class SupabaseAuthClient {
   /** The base URL's path, '' for none: prepended to every backend path. */
   readonly basePath: string
   readonly options: Readonly<ResolvedBackendOptions>
-  readonly #pool: Pool
+  readonly #pool: UndiciPool
   /** Header pairs set on every request (the `apikey`), flat as undici takes them. */
   readonly fixedHeaders: readonly string[]
   /** Lower-case names of client headers this client replaces (the request id, the `apikey`, the client-IP header). */
@@ -105,19 +129,39 @@ export class SupabaseAuthClient {
    * A whole request and answer through the shared pool, with the `apikey` set. `url` must be on
    * the backend's origin (what `resolve` gives).
    */
-  readonly fetch: BackendFetch = (url, init = {}) => {
+  readonly fetch: BackendFetch = async (url, init = {}) => {
+    const target = typeof url === 'string' ? new URL(url) : url
     const headers: Record<string, string> = {}
-    new Headers(init.headers).forEach((value, name) => (headers[name] = value))
+    // A plain object or a Headers (jose passes one); read without touching the global Headers,
+    // which would load Node.js's own copy of undici.
+    const given = init.headers as { forEach?: (f: (value: string, name: string) => void) => void } | undefined
+    if (typeof given?.forEach === 'function') given.forEach((value, name) => (headers[name.toLowerCase()] = value))
+    else if (given) for (const [name, value] of Object.entries(given)) headers[name.toLowerCase()] = String(value)
     if (this.options.apiKey !== undefined) headers.apikey = this.options.apiKey
-    return undiciFetch(url, {
-      ...(init.method !== undefined ? { method: init.method } : {}),
+    // A redirect is the backend's answer to report, never one to follow from here (undici's
+    // request does not follow them).
+    const answer = await requestThrough.call(this.#pool, {
+      method: init.method ?? 'GET',
+      path: target.pathname + target.search,
       ...(init.body !== undefined ? { body: init.body } : {}),
       headers,
-      dispatcher: this.#pool,
-      // A redirect is the backend's answer to report, never one to follow from here.
-      redirect: 'manual',
       ...(init.signal ? { signal: init.signal } : {}),
-    }) as unknown as Promise<Response>
+    })
+    const body = answer.body
+    const raw = answer.headers
+    return {
+      status: answer.statusCode,
+      headers: {
+        get: (name) => {
+          const value = raw[name.toLowerCase()]
+          return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
+        },
+      },
+      text: () => body.text(),
+      json: () => body.json(),
+      arrayBuffer: () => body.arrayBuffer(),
+      body: { cancel: () => body.dump().then(() => undefined) },
+    }
   }
 
   close(): Promise<void> {

@@ -1,5 +1,5 @@
 import type { CoreConfig } from '../config.ts'
-import type { SupabaseAuthClient } from '../core/backend.ts'
+import type { BackendResponse, SupabaseAuthClient } from '../core/backend.ts'
 import { isRecord } from '../core/is-record.ts'
 import type { RateLimitConfig } from '../ratelimit/config.ts'
 import type { Finding } from './findings.ts'
@@ -22,7 +22,7 @@ export const PROBE_MAX = 64
 interface Answer {
   status: number
   body: unknown
-  headers: Headers
+  headers: BackendResponse['headers']
 }
 
 async function get(input: DoctorInput, path: string, init: { headers?: Record<string, string> } = {}): Promise<Answer> {

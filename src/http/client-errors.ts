@@ -1,10 +1,13 @@
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { ERRORS, errorResponse, wantsNewErrorShape, type ErrorCode } from '../errors.ts'
 import { throttle } from '../observability/log-throttle.ts'
 import { redactUrl } from '../observability/redact.ts'
 import { newRequestId, requestIdOf } from '../observability/request-id.ts'
+
+// Read from the module object: an ESM import of node:http loads Node.js's bundled undici (src/observability/metrics.ts).
+const { STATUS_CODES } = process.getBuiltinModule('node:http')
 
 interface ConnectionError extends Error {
   code?: string

@@ -7,9 +7,11 @@ import { sendError } from '../errors.ts'
  * the request reaches this hook instead and gets authgate's error body, request id and log line.
  */
 export function requireHostHeader(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback style: no promise and microtask on every request for a check that is synchronous.
+  app.addHook('onRequest', (request, reply, done) => {
     const { httpVersionMajor: major, httpVersionMinor: minor } = request.raw
-    if (request.headers.host !== undefined || major !== 1 || minor < 1) return
-    return sendError(request, reply, 'malformed_request', 'An HTTP/1.1 request must carry a Host header')
+    if (request.headers.host !== undefined || major !== 1 || minor < 1) return done()
+    // Answered: Fastify goes no further when a callback hook sends and does not call done.
+    sendError(request, reply, 'malformed_request', 'An HTTP/1.1 request must carry a Host header')
   })
 }

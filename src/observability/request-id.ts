@@ -7,11 +7,13 @@ import { unmapIPv4 } from '../core/ip.ts'
 /** What an accepted incoming id may look like: printable, no spaces, bounded (it goes into logs and headers). */
 const ACCEPTABLE = /^[A-Za-z0-9._:@/+=-]{1,128}$/
 
-const ids = new WeakMap<IncomingMessage, string>()
+// On the raw request itself: a WeakMap entry per request costs more (and burdens the collector).
+const kRequestId = Symbol('authgate.requestId')
+type WithId = IncomingMessage & { [kRequestId]?: string }
 
 /** The id given to a raw request (for answers written without Fastify: client errors). */
 export function requestIdOf(req: IncomingMessage): string | undefined {
-  return ids.get(req)
+  return (req as WithId)[kRequestId]
 }
 
 export function newRequestId(): string {
@@ -56,7 +58,7 @@ export function requestIdGenerator(header: string, trustedProxies: readonly stri
       if (given !== undefined && ACCEPTABLE.test(given) && peerIsTrusted(peers, req.socket?.remoteAddress)) id = given
     }
     id ??= randomUUID()
-    ids.set(req, id)
+    ;(req as WithId)[kRequestId] = id
     return id
   }
 }

@@ -26,6 +26,52 @@ const LEVELS: Record<string, number> = pino.levels.values
 /** Whether `log` writes lines at `level` (`silent`, or a logger turned off, writes none). */
 const enabled = (log: FastifyBaseLogger, level: string) => (LEVELS[level] ?? 0) >= (LEVELS[log.level] ?? Infinity)
 
+const levelOfStatus = (status: number) => (status >= 500 ? 'warn' : 'info')
+const pathOf = (url: string) => {
+  const q = url.indexOf('?')
+  return q === -1 ? url : url.slice(0, q)
+}
+
+/**
+ * The line of a request answered without Fastify (src/http/early-refusal.ts), as the hook below
+ * writes it for the same answer through Fastify: same fields, in the same order, `reqId` first as
+ * Fastify's request logger binds it.
+ */
+export function logEarlyAnswer(
+  log: FastifyBaseLogger,
+  answer: {
+    reqId: string
+    method: string
+    route: string
+    url: string
+    status: number
+    durationMs: number
+    ip: string
+    code: string | undefined
+    body: Buffer
+    userAgent: string | undefined
+  },
+): void {
+  const level = levelOfStatus(answer.status)
+  if (!enabled(log, level)) return
+  const line: Record<string, unknown> = {
+    reqId: answer.reqId,
+    method: answer.method,
+    route: answer.route,
+    url: redactUrl(answer.url),
+    status: answer.status,
+    durationMs: round(answer.durationMs),
+    ip: answer.ip,
+  }
+  if (answer.code !== undefined) {
+    line.error = answer.code
+    const reason = errorReason(answer.code, answer.body)
+    if (reason !== undefined) line.reason = reason
+  }
+  if (answer.userAgent !== undefined) line.userAgent = answer.userAgent.slice(0, 200)
+  log[level](line, 'request')
+}
+
 const kReason = Symbol('authgate.errorReason')
 type WithReason = FastifyRequest & { [kReason]?: string }
 
@@ -44,21 +90,22 @@ export function registerRequestLog(app: FastifyInstance, options: RequestLogOpti
   const quiet = options.quietPaths ?? new Set()
   // The level a request's line is written at; nothing is built for a line the logger would drop
   // (the bench runs at `warn`, and a flood of 429s must cost no more than deciding and answering).
-  const levelOf = (path: string, status: number) => (quiet.has(path) ? 'debug' : status >= 500 ? 'warn' : 'info')
-  const pathOf = (url: string) => {
-    const q = url.indexOf('?')
-    return q === -1 ? url : url.slice(0, q)
-  }
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    if (!enabled(request.log, levelOf(pathOf(request.raw.url ?? ''), reply.statusCode))) return payload
+  const levelOf = (path: string, status: number) => (quiet.has(path) ? 'debug' : levelOfStatus(status))
+  // Callback-style hooks: Fastify runs them without a promise and a microtask per request.
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
+    if (!enabled(request.log, levelOf(pathOf(request.raw.url ?? ''), reply.statusCode))) return done(null, payload)
     const code = reply.getHeader('x-sb-error-code')
     if (typeof code === 'string') {
       const reason = errorReason(code, payload)
       if (reason !== undefined) (request as WithReason)[kReason] = reason
     }
-    return payload
+    done(null, payload)
   })
-  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
+    writeLine(request, reply)
+    done()
+  })
+  function writeLine(request: FastifyRequest, reply: FastifyReply): void {
     const url = request.raw.url ?? ''
     const status = reply.statusCode
     const level = levelOf(pathOf(url), status)
@@ -86,7 +133,7 @@ export function registerRequestLog(app: FastifyInstance, options: RequestLogOpti
     const ua = request.headers['user-agent']
     if (ua !== undefined) line.userAgent = ua.slice(0, 200)
     request.log[level](line, 'request')
-  })
+  }
 }
 
 function round(ms: number): number {

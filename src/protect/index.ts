@@ -93,6 +93,7 @@ export {
 export { createTokenVerifier, TokenRejected, JwksUnavailableError, ASYMMETRIC_ALGORITHMS } from './verify.ts'
 export type { TokenVerifier, VerifierOptions } from './verify.ts'
 export { createJwks, type Jwks, type JwksOptions } from './jwks.ts'
+export { VerifiedTokenCache, type TokenCacheOptions } from './token-cache.ts'
 export { SessionChecker, SessionCheckUnavailableError, type SessionCheckOptions, type SessionState } from './session.ts'
 export {
   resolveResourceMetadata,

@@ -3,6 +3,8 @@ import {
   createRemoteJWKSet,
   customFetch,
   errors,
+  jwksCache,
+  type ExportedJWKSCache,
   type FetchImplementation,
   type JWSHeaderParameters,
   type FlattenedJWSInput,
@@ -35,8 +37,13 @@ export type KeyResolver = ReturnType<typeof createLocalJWKSet>
 export interface Jwks {
   /** For `jwtVerify`: the key a token's header names, fetching the set when needed. */
   getKey: KeyResolver
-  /** The set last fetched, if any. */
+  /**
+   * The set last fetched, if any: the same object until the next successful fetch replaces it, so
+   * a change of set is a change of identity (read it, never modify it).
+   */
   current(): JSONWebKeySet | undefined
+  /** Whether the set was fetched less than the cache's maximum age ago. */
+  fresh(): boolean
   /** True once a set has been fetched; fetches it now when none has been (concurrent calls share one fetch). */
   load(): Promise<boolean>
 }
@@ -57,26 +64,31 @@ function isFetchFailure(err: unknown): boolean {
  */
 export function createJwks(options: JwksOptions): Jwks {
   const cooldownMs = options.cooldownMs ?? 30_000
+  // jose writes each fetched set here (a new object per fetch): the set without the deep copy its
+  // `jwks()` makes on every call, and its identity tells when the set changed.
+  const fetched: Partial<ExportedJWKSCache> = {}
   const remote = createRemoteJWKSet(options.url, {
     cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
     cooldownDuration: cooldownMs,
     timeoutDuration: options.timeoutMs ?? 5_000,
+    [jwksCache]: fetched as ExportedJWKSCache,
     ...(options.fetch ? { [customFetch]: options.fetch } : {}),
   })
   let stale: { jwks: JSONWebKeySet; resolver: KeyResolver } | undefined
   let failedAt = -Infinity
   let lastFailure: JwksUnavailableError | undefined
 
+  // Built only when a fetch has failed, and once per set: not on every token.
   const staleResolver = (): KeyResolver | undefined => {
-    const jwks = remote.jwks()
+    const jwks = fetched.jwks
     if (!jwks) return undefined
     if (stale?.jwks !== jwks) stale = { jwks, resolver: createLocalJWKSet(jwks) }
     return stale.resolver
   }
 
   const getKey = (async (header: JWSHeaderParameters, token: FlattenedJWSInput) => {
-    const fallback = staleResolver()
     if (performance.now() - failedAt < cooldownMs) {
+      const fallback = staleResolver()
       if (fallback) return fallback(header, token)
       // No keys yet and the last fetch failed: jose would fetch again for every token (its cooldown
       // only spaces refetches once it has a set), so the failure is answered again until the cooldown ends.
@@ -87,6 +99,7 @@ export function createJwks(options: JwksOptions): Jwks {
     } catch (err) {
       if (!isFetchFailure(err)) throw err
       failedAt = performance.now()
+      const fallback = staleResolver()
       if (fallback) return fallback(header, token)
       lastFailure = new JwksUnavailableError(err, err instanceof errors.JWKSTimeout)
       throw lastFailure
@@ -95,11 +108,11 @@ export function createJwks(options: JwksOptions): Jwks {
 
   let loading: Promise<boolean> | undefined
   const load = (): Promise<boolean> => {
-    if (remote.jwks() !== undefined) return Promise.resolve(true)
+    if (fetched.jwks !== undefined) return Promise.resolve(true)
     loading ??= remote.reload().then(
       () => {
         loading = undefined
-        return remote.jwks() !== undefined
+        return fetched.jwks !== undefined
       },
       () => {
         loading = undefined
@@ -109,5 +122,5 @@ export function createJwks(options: JwksOptions): Jwks {
     return loading
   }
 
-  return { getKey, current: () => remote.jwks(), load }
+  return { getKey, current: () => fetched.jwks, fresh: () => remote.fresh, load }
 }

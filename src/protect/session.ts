@@ -1,4 +1,4 @@
-import type { BackendFetch, SupabaseAuthClient } from '../core/backend.ts'
+import type { BackendFetch, BackendResponse, SupabaseAuthClient } from '../core/backend.ts'
 import type { AuthUser } from './claims.ts'
 
 export interface SessionCheckOptions {
@@ -75,7 +75,7 @@ export class SessionChecker {
   async #ask(token: string): Promise<SessionState> {
     this.calls++
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' }
-    let response: Response
+    let response: BackendResponse
     try {
       response = await this.#fetch(this.#url, { headers, signal: AbortSignal.timeout(this.#timeoutMs) })
     } catch (err) {

@@ -3,6 +3,7 @@ import type { SupabaseAuthClient } from '../core/backend.ts'
 import { toAuthUser, type AuthUser } from './claims.ts'
 import { createJwks, type FetchImplementation, type Jwks } from './jwks.ts'
 import { JwksUnavailableError, TokenRejected } from './errors.ts'
+import { VerifiedTokenCache, type TokenCacheOptions } from './token-cache.ts'
 
 /** The asymmetric algorithms Supabase Auth signs with. */
 export const ASYMMETRIC_ALGORITHMS = ['ES256', 'ES512', 'RS256', 'RS512', 'EdDSA', 'Ed25519'] as const
@@ -32,6 +33,11 @@ export interface VerifierOptions {
   jwksCooldownMs?: number
   jwksTimeoutMs?: number
   fetch?: FetchImplementation
+  /**
+   * Remembers successful verifications by token until the token's `exp`, so a token sent again
+   * costs a lookup, not a signature check (on by default; `false` verifies every request in full).
+   */
+  tokenCache?: TokenCacheOptions | false
 }
 
 export { JwksUnavailableError, TokenRejected }
@@ -41,6 +47,8 @@ export interface TokenVerifier {
   verify(token: string): Promise<AuthUser>
   readonly issuer: string
   readonly jwks: Jwks | undefined
+  /** The verified-token cache, unless turned off. */
+  readonly cache: VerifiedTokenCache | undefined
 }
 
 function describe(err: unknown): string {
@@ -98,13 +106,18 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     requiredClaims: ['exp', 'sub'],
   }
 
+  const cache = options.tokenCache === false ? undefined : new VerifiedTokenCache(jwks, options.tokenCache)
+
   return {
     issuer: options.issuer,
     jwks,
+    cache,
     async verify(token) {
-      let payload
+      const known = cache?.get(token)
+      if (known !== undefined) return known
+      let payload, protectedHeader
       try {
-        ;({ payload } = await jwtVerify(token, getKey, verifyOptions))
+        ;({ payload, protectedHeader } = await jwtVerify(token, getKey, verifyOptions))
       } catch (err) {
         if (err instanceof JwksUnavailableError) throw err
         throw new TokenRejected(describe(err), { cause: err })
@@ -115,6 +128,7 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
         throw new TokenRejected('the access token was issued in the future')
       const user = toAuthUser(payload, token)
       if (typeof user === 'string') throw new TokenRejected(user)
+      cache?.set(token, { ...user }, protectedHeader.alg, protectedHeader.kid)
       return user
     },
   }

@@ -17,7 +17,8 @@ export function autoconfirmLookup(
   const refresh = async () => {
     try {
       const response = await backend.fetch(backend.resolve('/settings'), { signal: AbortSignal.timeout(2000) })
-      const body: unknown = response.ok ? await response.json() : undefined
+      const ok = response.status >= 200 && response.status < 300
+      const body: unknown = ok ? await response.json() : await response.body?.cancel()
       if (!isRecord(body)) throw new Error(`status ${response.status}`)
       const flag = (v: unknown) => (typeof v === 'boolean' ? v : undefined)
       known = { at: now(), email: flag(body.mailer_autoconfirm), sms: flag(body.phone_autoconfirm) }

@@ -9,6 +9,8 @@ import { unmapIPv4 } from '../core/ip.ts'
  * client could otherwise take a fresh budget from every address in it (RFC 6177).
  */
 export function clientKey(ip: string, prefixLength: number): string {
+  // The common case, a plain IPv4 address, is its own key (no copy, no lower-casing, no parsing).
+  if (ip.indexOf(':') === -1 && ip.indexOf('%') === -1 && isIPv4(ip)) return ip
   const address = unmapIPv4(ip.split('%')[0]!.toLowerCase()) // zone ids (fe80::1%eth0) name an interface, not a host
   if (isIPv4(address)) return address
   if (!isIPv6(address)) return address

@@ -4,6 +4,8 @@ export {
   bucketName,
   type RateLimiter,
   type RateLimitHook,
+  type EarlyDecider,
+  type EarlyRefusal,
   type RateLimitCounters,
   type RateLimiterOptions,
 } from './limiter.ts'

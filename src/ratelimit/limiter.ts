@@ -1,4 +1,5 @@
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingMessage } from 'node:http'
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { routeKey } from '../auth/routes/id.ts'
 import { errorResponse, sendError, varyOrigin, wantsNewErrorShape } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
@@ -15,7 +16,13 @@ import { accountIdentifier, accountKeyer, messageChannel } from './account-key.t
 import type { RateLimitPolicy } from './policy.ts'
 import type { ErrorCode } from '../errors.ts'
 
-export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+/**
+ * A route's onRequest hook: callback style for a store that decides synchronously (no promise
+ * between the request and its 429), async for one that does not (Redis).
+ */
+export type RateLimitHook =
+  | ((request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void)
+  | ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>)
 
 export interface RateLimitCounters {
   allowed: number
@@ -33,6 +40,16 @@ export interface RateLimitCounters {
 /** Which of authgate's limits answered a 429 (the `limit` of the log line and the metric). */
 export type LimitKind =
   'client' | 'account' | 'email_budget' | 'email_budget_client' | 'sms_budget' | 'sms_budget_client'
+/** A 429 written without Fastify (src/http/early-refusal.ts): the same headers and body as the hook's. */
+export interface EarlyRefusal {
+  /** Name, value, name, value, ...: `Vary` first, as the hook's reply has it, then the hook's own. */
+  headers: string[]
+  body: Buffer
+  /** The `x-sb-error-code` sent, for the log line. */
+  code: string | undefined
+}
+
+export type EarlyDecider = (req: IncomingMessage, ip: string) => EarlyRefusal | undefined
 
 export interface RateLimiter {
   /** onRequest hook for a route, or undefined when that route is not limited. */
@@ -42,6 +59,8 @@ export interface RateLimiter {
    * SMS budgets, keyed from the validated body; undefined when none applies to the route.
    */
   bodyHookFor(method: string, template: string): RateLimitHook | undefined
+  /** The early decision for a route, or undefined when it is not limited or the store decides asynchronously. */
+  earlyDeciderFor(method: string, template: string): EarlyDecider | undefined
   /** Live counters (read them; do not write). */
   readonly counters: Readonly<RateLimitCounters>
   readonly store: RateLimitStore
@@ -78,6 +97,25 @@ const { vary: _legacyVary, ...DENIED_LEGACY_HEADERS } = DENIED_LEGACY.headers
 const { vary: _currentVary, ...DENIED_CURRENT_HEADERS } = DENIED_CURRENT.headers
 const DENIED_LEGACY_BODY = Buffer.from(DENIED_LEGACY.body)
 const DENIED_CURRENT_BODY = Buffer.from(DENIED_CURRENT.body)
+
+/** The refusal's headers after `Vary`, for the hook and the early refusal alike. */
+function deniedHeaders(
+  current: boolean,
+  policy: RateLimitPolicy,
+  policyValue: string,
+  decision: Decision,
+): Record<string, string> {
+  return {
+    ...(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS),
+    'ratelimit-policy': policyValue,
+    ratelimit: rateLimitHeader(policy, decision),
+    'retry-after': String(retryAfterSeconds(decision)),
+  }
+}
+
+// A decision made early (src/http/early-refusal.ts), kept on the raw request for the route's hook.
+const kDecision = Symbol('authgate.rateLimitDecision')
+type WithDecision = IncomingMessage & { [kDecision]?: Decision }
 
 /**
  * Bucket name for a route template. Keys are (template, client), not (method, template): routes
@@ -141,10 +179,7 @@ export function createRateLimiter(
       varyOrigin(reply)
       return reply
         .code(429)
-        .headers(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS)
-        .header('RateLimit-Policy', policyValue)
-        .header('RateLimit', rateLimitHeader(policy, decision))
-        .header('Retry-After', String(retryAfterSeconds(decision)))
+        .headers(deniedHeaders(current, policy, policyValue, decision))
         .send(current ? DENIED_CURRENT_BODY : DENIED_LEGACY_BODY)
     }
     const allow = (reply: FastifyReply, decision: Decision) => {
@@ -171,13 +206,23 @@ export function createRateLimiter(
       return sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
     }
 
-    // A store that decides synchronously: no promise to wait on between the decision and the answer.
+    // A store that decides synchronously: no promise between the decision and the answer, and a
+    // callback-style hook, which Fastify runs without a promise and a microtask of its own.
     const takeSync = store.takeSync?.bind(store)
     if (takeSync) {
-      return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-        // The same derived client IP the forwarder sends to the backend.
-        const decision = takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
-        return decision.allowed ? allow(reply, decision) : deny(request, reply, decision)
+      return function rateLimit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+        // The same derived client IP the forwarder sends to the backend; decided already when the
+        // request came through the early refusal.
+        const decision =
+          (request.raw as WithDecision)[kDecision] ??
+          takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
+        if (!decision.allowed) {
+          // Answered here: Fastify goes no further when a callback hook sends and does not call done.
+          deny(request, reply, decision)
+          return
+        }
+        allow(reply, decision)
+        done()
       }
     }
     return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
@@ -292,9 +337,47 @@ export function createRateLimiter(
     }
   }
 
+  function earlyDeciderFor(method: string, template: string): EarlyDecider | undefined {
+    const policy = config.routes.get(routeKey(method, template))
+    const takeSync = store.takeSync?.bind(store)
+    if (!policy || !takeSync) return undefined
+    const bucket = bucketName(template) + '|'
+    const policyValue = policyHeader(policy)
+    const prefixLength = config.ipv6PrefixLength
+    const route = routeKey(method, template)
+    // The same headers as deniedHeaders, flat: the constant ones once per route, the rest per answer.
+    const fixed = (current: boolean) => [
+      'vary',
+      'Origin',
+      ...Object.entries(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS).flat(),
+      'ratelimit-policy',
+      policyValue,
+    ]
+    const fixedLegacy = fixed(false)
+    const fixedCurrent = fixed(true)
+    return (req, ip) => {
+      const decision = takeSync(bucket + clientKey(ip, prefixLength), policy)
+      if (decision.allowed) {
+        ;(req as WithDecision)[kDecision] = decision
+        return undefined
+      }
+      // Counted and logged as the hook's refusal is (which limit, which route).
+      denied('client', route)
+      const current = wantsNewErrorShape(req.headers['x-supabase-api-version'])
+      const headers = (current ? fixedCurrent : fixedLegacy).slice()
+      headers.push('ratelimit', rateLimitHeader(policy, decision), 'retry-after', String(retryAfterSeconds(decision)))
+      return {
+        headers,
+        body: current ? DENIED_CURRENT_BODY : DENIED_LEGACY_BODY,
+        code: (current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS)['x-sb-error-code'],
+      }
+    }
+  }
+
   return {
     hookFor,
     bodyHookFor,
+    earlyDeciderFor,
     counters,
     store,
     async ready(timeoutMs = 2000) {

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { SupabaseAuthClient } from '../core/backend.ts'
+import type { BackendResponse, SupabaseAuthClient } from '../core/backend.ts'
 import { AuthgateError } from '../errors.ts'
 import { splitSessionAnswer, type SessionTokens } from './answer.ts'
 import type { SessionConfig } from './config.ts'
@@ -240,7 +240,7 @@ export class CookieSessions {
     }
     const idHeader = this.#backend.options.requestIdHeader
     if (idHeader !== undefined) headers[idHeader] = context.requestId
-    let response: Response
+    let response: BackendResponse
     let body: Buffer
     try {
       response = await this.#backend.fetch(this.#backend.resolve('/token?grant_type=refresh_token'), {

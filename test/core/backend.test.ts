@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { AuthgateConfigError } from '../../src/config.ts'
-import { normaliseBackendUrl, SupabaseAuthClient } from '../../src/core/backend.ts'
+import { normaliseBackendUrl, Pool, requestThrough, SupabaseAuthClient } from '../../src/core/backend.ts'
 import { defineRoute } from '../../src/routes-dsl/index.ts'
 import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
 import { ISSUER, makeKey, sign, type SigningKey } from '../protect/support.ts'
@@ -88,5 +88,77 @@ describe('backend URL', () => {
         JSON.stringify(config),
       )
     }
+  })
+})
+
+describe('the backend client’s fetch', () => {
+  it('uses undici’s own pool and request API, loaded by their modules', async () => {
+    const undici = await import('undici')
+    assert.equal(Pool, undici.Pool)
+    assert.equal(requestThrough, undici.Dispatcher.prototype.request)
+  })
+
+  it('answers status, text, json and a cancellable body; headers given as an object or a Headers; the signal aborts', async () => {
+    const seen: Array<Record<string, string | string[] | undefined>> = []
+    const backend = await startFakeBackend((req, res) => {
+      seen.push(req.headers)
+      if (req.url === '/slow') return // never answers
+      if (req.url === '/moved') {
+        res.writeHead(302, { location: '/elsewhere' })
+        return res.end()
+      }
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"ok":true}')
+    })
+    const client = new SupabaseAuthClient({
+      url: backend.url,
+      apiKey: 'k1',
+      timeoutMs: 5000,
+      connectTimeoutMs: 5000,
+      connections: 2,
+    })
+    try {
+      const json = await client.fetch(client.resolve('/x?y=1'), { headers: { 'X-One': '1', apikey: 'client' } })
+      assert.equal(json.status, 200)
+      assert.deepEqual(await json.json(), { ok: true })
+      const text = await client.fetch(client.resolve('/x'), { headers: new Headers({ 'x-two': '2' }) })
+      assert.equal(await text.text(), '{"ok":true}')
+      assert.equal(seen[0]!['x-one'], '1')
+      assert.equal(seen[0]!.apikey, 'k1', 'the configured apikey replaces the caller’s')
+      assert.equal(seen[1]!['x-two'], '2')
+      const moved = await client.fetch(client.resolve('/moved'))
+      assert.equal(moved.status, 302, 'a redirect is reported, not followed')
+      await moved.body!.cancel()
+      await assert.rejects(
+        client.fetch(client.resolve('/slow'), { signal: AbortSignal.timeout(50) }),
+        (err: Error) => err.name === 'TimeoutError',
+      )
+    } finally {
+      await client.close()
+      await backend.close()
+    }
+  })
+})
+
+describe('what the service loads', () => {
+  it('neither undici’s index (fetch, WebSocket, mocks) nor Node.js’s bundled copy of undici', async () => {
+    const { execFileSync } = await import('node:child_process')
+    const script = `
+      const { buildApp } = await import(${JSON.stringify(new URL('../../src/app.ts', import.meta.url).href)})
+      const app = await buildApp({ logger: false, processMetrics: true, refuseEarly: true })
+      await app.ready()
+      const { createRequire } = await import('node:module')
+      const index = createRequire(import.meta.url).resolve('undici')
+      console.log(JSON.stringify({
+        bundled: process.moduleLoadList.some((m) => m.includes('deps/undici')),
+        index: Object.keys((await import('node:module')).createRequire(import.meta.url).cache).includes(index),
+      }))
+      await app.close()
+    `
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: new URL('../..', import.meta.url),
+      encoding: 'utf8',
+    })
+    assert.deepEqual(JSON.parse(out.trim().split('\n').at(-1)!), { bundled: false, index: false })
   })
 })

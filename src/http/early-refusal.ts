@@ -1,0 +1,68 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import { unmapIPv4 } from '../core/ip.ts'
+import type { EarlyDecider, EarlyRefusal } from '../ratelimit/index.ts'
+
+export interface EarlyRoute {
+  method: string
+  /** The route's URL as Fastify has it (prefix included, no parameters). */
+  url: string
+  decide: EarlyDecider
+}
+
+export interface EarlyRefusalOptions {
+  routes: readonly EarlyRoute[]
+  /** The request id header and generator the Fastify path uses. */
+  requestIdHeader: string
+  requestId: (req: IncomingMessage) => string
+  /** The metrics and the log line of each refusal, as the Fastify path records them. */
+  onRefused: (answer: {
+    req: IncomingMessage
+    route: EarlyRoute
+    id: string
+    ip: string
+    startedAt: number
+    refusal: EarlyRefusal
+  }) => void
+}
+
+/**
+ * Puts the rate limit of the limited routes ahead of Fastify on `server`: a request to one of them
+ * from a client over its limit is answered 429 from the raw request, with the headers, body, log
+ * line and metrics the route's hook would give, at a fraction of the cost of routing it through
+ * Fastify (the refusals are what a credential-stuffing flood is made of). Anything else, and any
+ * request this cannot decide exactly as Fastify would, goes to Fastify unchanged; a request let
+ * through carries its decision to the route's hook, which does not decide again.
+ *
+ * Only for a synchronous store and a client IP that is the socket's address (no trusted proxies),
+ * and not with CORS (whose headers the 429 would lack): the caller checks.
+ */
+export function installEarlyRefusal(server: Server, options: EarlyRefusalOptions): void {
+  // By path, then method: no string built per request to look a route up.
+  const byPath = new Map<string, EarlyRoute[]>()
+  for (const route of options.routes) byPath.set(route.url, [...(byPath.get(route.url) ?? []), route])
+  if (byPath.size === 0) return
+  const [fastify, ...others] = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>
+  if (fastify === undefined || others.length > 0)
+    throw new Error('early refusal: expected Fastify’s one request listener')
+  server.removeListener('request', fastify)
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? ''
+    const q = url.indexOf('?')
+    const candidates = byPath.get(q === -1 ? url : url.slice(0, q))
+    const route = candidates?.find((r) => r.method === req.method)
+    const address = req.socket.remoteAddress
+    // Without Host (HTTP/1.1), Fastify's hook answers 400: left to it, as is a closed socket.
+    if (route === undefined || address === undefined || req.headers.host === undefined) return fastify(req, res)
+    const startedAt = performance.now()
+    const ip = unmapIPv4(address)
+    const refusal = route.decide(req, ip)
+    if (refusal === undefined) return fastify(req, res)
+    const id = options.requestId(req)
+    const headers = [options.requestIdHeader, id]
+    for (const h of refusal.headers) headers.push(h)
+    headers.push('content-length', String(refusal.body.length))
+    res.writeHead(429, headers)
+    res.end(refusal.body)
+    options.onRefused({ req, route, id, ip, startedAt, refusal })
+  })
+}

@@ -1,0 +1,234 @@
+import assert from 'node:assert/strict'
+import { createServer, request as httpRequest } from 'node:http'
+import { connect } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.ts'
+import { parseBackendUrl } from '../../src/config.ts'
+import { installEarlyRefusal } from '../../src/http/early-refusal.ts'
+import { createRateLimiter } from '../../src/ratelimit/index.ts'
+import { loadRateLimitSettings } from '../../src/settings.ts'
+import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
+import { logCapture } from '../support/log-capture.ts'
+
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
+
+function send(port: number, path: string, headers: Record<string, string> = {}, body = ''): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers },
+      },
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', (c: string) => (text += c))
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }))
+      },
+    )
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+const BODY = '{"email":"a@example.com","password":"correct-horse-battery"}'
+const TOKEN = '/auth/token?grant_type=password'
+
+/** Headers that differ between any two answers (the id, the date). */
+function comparable(headers: Answer['headers']): Answer['headers'] {
+  const { date: _date, 'x-request-id': _id, ...rest } = headers
+  return rest
+}
+
+describe('the early refusal', () => {
+  let backend: FakeBackend
+  const apps: Record<'early' | 'hooked', { app: FastifyInstance; port: number; logs: ReturnType<typeof logCapture> }> =
+    {} as never
+  // Requests to POST /auth/token that reached Fastify's hooks.
+  const routed = { early: 0, hooked: 0 }
+
+  before(async () => {
+    backend = await startFakeBackend()
+    for (const name of ['early', 'hooked'] as const) {
+      const logs = logCapture()
+      const app = await buildApp({
+        config: { backendUrl: parseBackendUrl('test', backend.url), cacheTtlMs: 0 },
+        // The per-IP limit is what the early refusal answers; the per-account one runs after validation.
+        rateLimit: loadRateLimitSettings({
+          AUTHGATE_RATE_LIMIT: '2/5m',
+          AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=off',
+        }),
+        logger: { stream: logs.stream, level: 'info' },
+        refuseEarly: name === 'early',
+      })
+      app.addHook('onRequest', (request, _reply, done) => {
+        if (request.routeOptions.url === '/auth/token') routed[name]++
+        done()
+      })
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      apps[name] = { app, port: (app.server.address() as { port: number }).port, logs }
+    }
+  })
+  after(async () => {
+    for (const { app } of Object.values(apps)) await app.close()
+    await backend.close()
+  })
+
+  it('answers a client over its limit as the route’s hook does: status, headers, body, log line, metrics', async () => {
+    const answers: Record<string, Answer[]> = { early: [], hooked: [] }
+    for (const name of ['early', 'hooked'] as const)
+      for (let i = 0; i < 4; i++)
+        answers[name]!.push(await send(apps[name].port, TOKEN, { 'user-agent': 'ua/1' }, BODY))
+    for (const name of ['early', 'hooked'] as const) {
+      assert.deepEqual(
+        answers[name]!.map((a) => a.status),
+        [200, 200, 429, 429],
+        `${name}: the first two let through, once each (one decision per request)`,
+      )
+    }
+    for (const i of [2, 3]) {
+      const early = answers.early![i]!
+      const hooked = answers.hooked![i]!
+      assert.deepEqual(comparable(early.headers), comparable(hooked.headers))
+      assert.equal(early.body, hooked.body)
+      assert.match(String(early.headers['x-request-id']), /^[0-9a-f-]{36}$/)
+    }
+    assert.deepEqual(Object.keys(answers.early![2]!.headers), Object.keys(answers.hooked![2]!.headers), 'same order')
+    assert.deepEqual(routed, { early: 2, hooked: 4 }, 'the refusals did not go through Fastify')
+
+    const lineOf = (name: 'early' | 'hooked', id: string) => {
+      const line = apps[name].logs.lines.find((l) => l.msg === 'request' && l.reqId === id)
+      assert.ok(line, `${name}: a request line for ${id}`)
+      const { time: _t, pid: _p, durationMs, reqId, ...rest } = line
+      assert.equal(typeof durationMs, 'number')
+      return { keys: Object.keys(line), rest, reqId }
+    }
+    const early = lineOf('early', String(answers.early![3]!.headers['x-request-id']))
+    const hooked = lineOf('hooked', String(answers.hooked![3]!.headers['x-request-id']))
+    assert.deepEqual(early.rest, hooked.rest)
+    assert.deepEqual(early.keys, hooked.keys)
+    assert.equal(early.rest.error, 'over_request_rate_limit')
+    assert.equal(early.rest.route, '/auth/token')
+
+    for (const name of ['early', 'hooked'] as const) {
+      const text = await apps[name].app.authgateService.metrics.metrics()
+      assert.match(text, /authgate_http_requests_total\{route="\/auth\/token",method="POST",status="429"\} 2/, name)
+      assert.match(text, /authgate_http_requests_total\{route="\/auth\/token",method="POST",status="200"\} 2/, name)
+      assert.match(text, /authgate_rate_limit_decisions_total\{decision="denied"\} 2/, name)
+      assert.match(text, /authgate_rate_limit_decisions_total\{decision="allowed"\} 2/, name)
+      assert.match(text, /authgate_rate_limit_denied_total\{limit="client",route="POST \/token"\} 2/, name)
+    }
+    // The line that says which limit answered, once for the two refusals (at most one per 10 s).
+    for (const name of ['early', 'hooked'] as const) {
+      const reached = apps[name].logs.lines.filter((l) => l.msg === 'rate limit reached')
+      assert.deepEqual(
+        reached.map((l) => [l.limit, l.route]),
+        [['client', 'POST /token']],
+        name,
+      )
+    }
+  })
+
+  it('answers in the shape the client asks for (X-Supabase-Api-Version)', async () => {
+    const headers = { 'x-supabase-api-version': '2024-01-01' }
+    const early = await send(apps.early.port, TOKEN, headers, BODY)
+    const hooked = await send(apps.hooked.port, TOKEN, headers, BODY)
+    assert.equal(early.status, 429)
+    assert.deepEqual(comparable(early.headers), comparable(hooked.headers))
+    assert.equal(early.body, hooked.body)
+  })
+
+  it('leaves what it cannot answer exactly to Fastify: another route, another method, no Host', async () => {
+    // The same client, over its limit on POST /token: GET /settings is not limited.
+    const settings = await new Promise<number>((resolve, reject) => {
+      httpRequest({ host: '127.0.0.1', port: apps.early.port, path: '/auth/settings' }, (res) => {
+        res.resume()
+        resolve(res.statusCode!)
+      })
+        .on('error', reject)
+        .end()
+    })
+    assert.equal(settings, 200)
+    // A path with a percent-encoded letter is not in the early table; its route's hook still refuses it.
+    assert.equal((await send(apps.early.port, '/auth/tok%65n?grant_type=password', {}, BODY)).status, 429)
+    // HTTP/1.1 without Host: Fastify's hook answers 400, not a 429.
+    const head = await new Promise<string>((resolve, reject) => {
+      const socket = connect(apps.early.port, '127.0.0.1', () =>
+        socket.write(
+          `POST ${TOKEN} HTTP/1.1\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`,
+        ),
+      )
+      let text = ''
+      socket.on('data', (c: Buffer) => (text += c.toString()))
+      socket.on('end', () => resolve(text))
+      socket.on('error', reject)
+    })
+    assert.match(head, /^HTTP\/1\.1 400 /)
+    assert.match(head, /malformed_request/)
+  })
+})
+
+describe('the early refusal: where it stays out', () => {
+  it('has no decider for a store that decides asynchronously, nor for a route that is not limited', () => {
+    const config = loadRateLimitSettings({})
+    const log = { warn() {}, info() {} }
+    const asyncStore = {
+      take: async () => ({ allowed: true, remaining: 1, resetMs: 0, retryAfterMs: 0 }),
+      close: async () => {},
+    }
+    const limiter = createRateLimiter(config, log, { store: asyncStore as never })
+    assert.equal(limiter.earlyDeciderFor('POST', '/token'), undefined)
+    const memory = createRateLimiter(config, log)
+    assert.equal(typeof memory.earlyDeciderFor('POST', '/token'), 'function')
+    assert.equal(memory.earlyDeciderFor('GET', '/settings'), undefined)
+    return memory.close()
+  })
+
+  it('is not installed with trusted proxies or CORS, whose answers it could not reproduce', async () => {
+    const cases = [
+      { extra: {}, installed: true },
+      { extra: { trustedProxies: ['10.0.0.0/8'] }, installed: false },
+      { extra: { corsOrigins: ['https://app.example.com'] }, installed: false },
+    ]
+    for (const { extra, installed } of cases) {
+      const app = await buildApp({
+        config: { backendUrl: parseBackendUrl('test', 'http://127.0.0.1:9'), ...extra },
+        logger: false,
+        refuseEarly: true,
+      })
+      const listeners = app.server.listeners('request') as Array<{ name: string }>
+      assert.equal(listeners.length, 1)
+      // Fastify's own request listener is its `preRouting` function.
+      assert.equal(listeners[0]!.name !== 'preRouting', installed, JSON.stringify(extra))
+      await app.close()
+    }
+  })
+
+  it('refuses to wrap a server whose request listener is not Fastify’s alone', () => {
+    const server = createServer()
+    server.on('request', () => {})
+    server.on('request', () => {})
+    const decide = () => undefined
+    assert.throws(
+      () =>
+        installEarlyRefusal(server, {
+          routes: [{ method: 'POST', url: '/token', decide }],
+          requestIdHeader: 'x-request-id',
+          requestId: () => 'id',
+          onRefused: () => {},
+        }),
+      /one request listener/,
+    )
+    // Nothing to refuse early: the server is left as it is.
+    installEarlyRefusal(server, { routes: [], requestIdHeader: 'x', requestId: () => 'id', onRefused: () => {} })
+    assert.equal(server.listeners('request').length, 2)
+  })
+})
