@@ -144,9 +144,9 @@ export function createRateLimiter(
   // One line per limit and route at most every 10 s, with the count it stands for: which limit
   // answered where, never who (no address, no account).
   const denialLines = throttle(10_000, { maxKeys: 200 })
-  const denied = (limit: LimitKind, route: string) => {
+  // `key` is `limit\troute`, built once per route by the hot paths.
+  const denied = (limit: LimitKind, route: string, key = `${limit}\t${route}`) => {
     counters.denied++
-    const key = `${limit}\t${route}`
     counters.deniedBy.set(key, (counters.deniedBy.get(key) ?? 0) + 1)
     const line = denialLines.take(key)
     if (line.write) logger.info({ limit, route, occurrences: line.occurrences }, 'rate limit reached')
@@ -172,9 +172,10 @@ export function createRateLimiter(
     const policyValue = policyHeader(policy)
     const prefixLength = config.ipv6PrefixLength
     const route = routeKey(method, template)
+    const deniedKey = `client\t${route}`
 
     const deny = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => {
-      denied('client', route)
+      denied('client', route, deniedKey)
       const current = wantsNewErrorShape(request.headers['x-supabase-api-version'])
       varyOrigin(reply)
       return reply
@@ -345,6 +346,7 @@ export function createRateLimiter(
     const policyValue = policyHeader(policy)
     const prefixLength = config.ipv6PrefixLength
     const route = routeKey(method, template)
+    const deniedKey = `client\t${route}`
     // The same headers as deniedHeaders, flat: the constant ones once per route, the rest per answer.
     const fixed = (current: boolean) => [
       'vary',
@@ -362,7 +364,7 @@ export function createRateLimiter(
         return undefined
       }
       // Counted and logged as the hook's refusal is (which limit, which route).
-      denied('client', route)
+      denied('client', route, deniedKey)
       const current = wantsNewErrorShape(req.headers['x-supabase-api-version'])
       const headers = (current ? fixedCurrent : fixedLegacy).slice()
       headers.push('ratelimit', rateLimitHeader(policy, decision), 'retry-after', String(retryAfterSeconds(decision)))
