@@ -164,6 +164,17 @@ export function createRateLimiter(
     degraded = false
   })
   const closed = config.onRedisError === 'closed'
+  /** A store that could not decide: counted, and said at most once per 10 s with the policy that answers. */
+  const storeFailed = (err: unknown) => {
+    counters.storeErrors++
+    degraded = true
+    warn(
+      err,
+      closed
+        ? 'rate-limit store unavailable: refusing limited requests (fail-closed)'
+        : 'rate-limit store unavailable: allowing limited requests (fail-open)',
+    )
+  }
 
   function hookFor(method: string, template: string): RateLimitHook | undefined {
     const policy = config.routes.get(routeKey(method, template))
@@ -190,14 +201,7 @@ export function createRateLimiter(
       return undefined
     }
     const fail = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
-      counters.storeErrors++
-      degraded = true
-      warn(
-        err,
-        closed
-          ? 'rate-limit store unavailable: refusing limited requests (fail-closed)'
-          : 'rate-limit store unavailable: allowing limited requests (fail-open)',
-      )
+      storeFailed(err)
       reply.header('RateLimit-Policy', policyValue)
       if (!closed) {
         counters.failedOpen++
@@ -258,14 +262,7 @@ export function createRateLimiter(
     try {
       decision = store.takeSync ? store.takeSync(key, policy) : await store.take(key, policy)
     } catch (err) {
-      counters.storeErrors++
-      degraded = true
-      warn(
-        err,
-        closed
-          ? 'rate-limit store unavailable: refusing limited requests (fail-closed)'
-          : 'rate-limit store unavailable: allowing limited requests (fail-open)',
-      )
+      storeFailed(err)
       if (!closed) {
         counters.failedOpen++
         return false

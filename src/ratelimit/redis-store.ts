@@ -11,6 +11,19 @@ import type { Decision, RateLimitStore, StoreStatus } from './store.ts'
 const requireModule = createRequire(import.meta.url)
 const loadIoredis = () => requireModule('ioredis') as { Redis: typeof Redis; Cluster: typeof Cluster }
 
+/** Ends a client: QUIT when it is connected (pending replies first), else drops the connection at once. */
+export async function closeRedisClient(client: Redis | Cluster): Promise<void> {
+  if (client.status === 'ready') {
+    try {
+      await client.quit()
+      return
+    } catch {
+      // fall through: drop the connection without waiting
+    }
+  }
+  client.disconnect()
+}
+
 /**
  * The ioredis client for the configured deployment: one server, Sentinel or Cluster (ioredis's own
  * support for each). The rate limiter and the cookie-session store (src/sessions/) both connect here.
@@ -192,15 +205,7 @@ export class RedisStore implements RateLimitStore {
 
   async close(): Promise<void> {
     this.#closing = true
-    if (this.client.status === 'ready') {
-      try {
-        await this.client.quit()
-        return
-      } catch {
-        // fall through: drop the connection without waiting
-      }
-    }
-    this.client.disconnect()
+    await closeRedisClient(this.client)
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
 import type { RedisSettings } from '../ratelimit/config.ts'
-import { createRedisClient } from '../ratelimit/redis-store.ts'
+import { closeRedisClient, createRedisClient } from '../ratelimit/redis-store.ts'
 import type { SessionStore } from './store.ts'
 
 // Deletes the lock only while it is still ours: a lock that expired and was taken by another
@@ -72,14 +72,6 @@ export class RedisSessionStore implements SessionStore {
 
   async close(): Promise<void> {
     this.#closing = true
-    if (this.client.status === 'ready') {
-      try {
-        await this.client.quit()
-        return
-      } catch {
-        // fall through
-      }
-    }
-    this.client.disconnect()
+    await closeRedisClient(this.client)
   }
 }
