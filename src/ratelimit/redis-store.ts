@@ -11,6 +11,21 @@ import type { Decision, RateLimitStore, StoreStatus } from './store.ts'
 const requireModule = createRequire(import.meta.url)
 const loadIoredis = () => requireModule('ioredis') as { Redis: typeof Redis; Cluster: typeof Cluster }
 
+/** True once the client is connected, false if it is not within `timeoutMs`. */
+export function redisConnected(client: Redis | Cluster, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true)
+  return new Promise((resolve) => {
+    const finish = (ok: boolean) => {
+      clearTimeout(timer)
+      client.off('ready', onReady)
+      resolve(ok)
+    }
+    const onReady = () => finish(true)
+    const timer = setTimeout(() => finish(false), timeoutMs)
+    client.on('ready', onReady)
+  })
+}
+
 /** Ends a client: QUIT when it is connected (pending replies first), else drops the connection at once. */
 export async function closeRedisClient(client: Redis | Cluster): Promise<void> {
   if (client.status === 'ready') {
@@ -136,7 +151,7 @@ export class RedisStore implements RateLimitStore {
 
   /** Resolves true once connected, false after `timeoutMs` (decisions then follow the failure policy). */
   async ready(timeoutMs: number): Promise<boolean> {
-    const connected = await this.#connected(timeoutMs)
+    const connected = await redisConnected(this.client, timeoutMs)
     if (connected && 'nodes' in this.client) {
       // A Cluster opens each node's connection on its first command, and each node's script cache
       // starts empty: both done now, so the first decisions do not spend their timeout on them.
@@ -145,20 +160,6 @@ export class RedisStore implements RateLimitStore {
       await Promise.race([warm, new Promise((r) => setTimeout(r, timeoutMs).unref())])
     }
     return connected
-  }
-
-  #connected(timeoutMs: number): Promise<boolean> {
-    if (this.client.status === 'ready') return Promise.resolve(true)
-    return new Promise((resolve) => {
-      const finish = (ok: boolean) => {
-        clearTimeout(timer)
-        this.client.off('ready', onReady)
-        resolve(ok)
-      }
-      const onReady = () => finish(true)
-      const timer = setTimeout(() => finish(false), timeoutMs)
-      this.client.on('ready', onReady)
-    })
   }
 
   status(): StoreStatus {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
 import type { RedisSettings } from '../ratelimit/config.ts'
-import { closeRedisClient, createRedisClient } from '../ratelimit/redis-store.ts'
+import { closeRedisClient, createRedisClient, redisConnected } from '../ratelimit/redis-store.ts'
 import type { SessionStore } from './store.ts'
 
 // Deletes the lock only while it is still ours: a lock that expired and was taken by another
@@ -57,17 +57,7 @@ export class RedisSessionStore implements SessionStore {
   }
 
   ready(timeoutMs: number): Promise<boolean> {
-    if (this.client.status === 'ready') return Promise.resolve(true)
-    return new Promise((resolve) => {
-      const finish = (ok: boolean) => {
-        clearTimeout(timer)
-        this.client.off('ready', onReady)
-        resolve(ok)
-      }
-      const onReady = () => finish(true)
-      const timer = setTimeout(() => finish(false), timeoutMs)
-      this.client.on('ready', onReady)
-    })
+    return redisConnected(this.client, timeoutMs)
   }
 
   async close(): Promise<void> {
