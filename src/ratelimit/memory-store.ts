@@ -13,13 +13,19 @@ export interface MemoryStoreOptions {
   now?: () => number
 }
 
+/** A client's bucket: its TAT, and whether it was used since the cap last passed it over. */
+interface Bucket {
+  tat: number
+  seen: boolean
+}
+
 /**
  * Buckets in one process. A decision is synchronous JavaScript, so it is atomic without locks.
  * Memory stays bounded twice over: a bucket whose TAT has passed holds nothing a fresh bucket
  * would not, so the sweep drops it; and `maxKeys` caps the map even under a flood of addresses.
  */
 export class MemoryStore implements RateLimitStore {
-  readonly #tats = new Map<string, number>()
+  readonly #tats = new Map<string, Bucket>()
   readonly #maxKeys: number
   readonly #now: () => number
   readonly #timer: NodeJS.Timeout
@@ -39,16 +45,34 @@ export class MemoryStore implements RateLimitStore {
 
   takeSync(key: string, policy: RateLimitPolicy): Decision {
     const now = this.#now()
-    const stored = this.#tats.get(key)
-    const { tat, decision } = gcra(stored, now, emissionIntervalMs(policy), policy.burst)
-    // Delete then set moves the key to the end, so Map order is least recently seen first, and a
-    // client that keeps knocking while refused is not the first to lose its bucket to the cap.
-    if (stored !== undefined) this.#tats.delete(key)
-    if (decision.allowed || stored !== undefined) {
-      this.#tats.set(key, tat)
-      if (this.#tats.size > this.#maxKeys) this.#tats.delete(this.#tats.keys().next().value!)
+    const bucket = this.#tats.get(key)
+    const { tat, decision } = gcra(bucket?.tat, now, emissionIntervalMs(policy), policy.burst)
+    // A known client is updated in place: no map write per request (moving a key to the end of a
+    // Map on each use reallocates its table every few hundred uses, which a flood of refusals
+    // turned into a collection of the old generation every second).
+    if (bucket !== undefined) {
+      bucket.tat = tat
+      bucket.seen = true
+    } else if (decision.allowed) {
+      this.#tats.set(key, { tat, seen: false })
+      if (this.#tats.size > this.#maxKeys) this.#dropOne()
     }
     return decision
+  }
+
+  /**
+   * Drops the least recently used bucket, to within one pass (the "second chance" of a CLOCK
+   * cache): the oldest bucket that was used since it was last passed over goes to the end
+   * instead, so a client that keeps knocking while refused is not the first to lose its bucket.
+   * Each bucket passed over was used since, so a drop costs one step on average.
+   */
+  #dropOne(): void {
+    for (const [key, bucket] of this.#tats) {
+      this.#tats.delete(key)
+      if (!bucket.seen) return
+      bucket.seen = false
+      this.#tats.set(key, bucket)
+    }
   }
 
   take(key: string, policy: RateLimitPolicy): Promise<Decision> {
@@ -59,8 +83,8 @@ export class MemoryStore implements RateLimitStore {
   sweep(): number {
     const now = this.#now()
     let dropped = 0
-    for (const [key, tat] of this.#tats) {
-      if (tat <= now) {
+    for (const [key, bucket] of this.#tats) {
+      if (bucket.tat <= now) {
         this.#tats.delete(key)
         dropped++
       }
@@ -86,7 +110,7 @@ export class MemoryStore implements RateLimitStore {
           this.#sweeping = false
           return
         }
-        if (next.value[1] <= now) this.#tats.delete(next.value[0])
+        if (next.value[1].tat <= now) this.#tats.delete(next.value[0])
       }
       setImmediate(slice).unref()
     }
