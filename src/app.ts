@@ -18,8 +18,9 @@ import { AuthgateLogController } from './observability/log-controller.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
 import { WorkerMetrics } from './observability/cluster-metrics.ts'
 import { createMetrics, metricsHandler, startMetricsServer, type AppMetrics } from './observability/metrics.ts'
-import { requestIdGenerator } from './observability/request-id.ts'
+import { newRequestId, requestIdGenerator } from './observability/request-id.ts'
 import { logEarlyAnswer, registerRequestLog } from './observability/request-log.ts'
+import type { RouteSeries } from './observability/request-series.ts'
 import { registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './docs-server/index.ts'
 import { openApiAjvOptions } from './openapi/annotation-keywords.ts'
 import { createRegistry } from './openapi/index.ts'
@@ -227,30 +228,31 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
  */
 function refuseEarly(app: FastifyInstance, config: CoreConfig, rateLimiter: RateLimiter, metrics: AppMetrics): void {
   if (config.trustedProxies.length > 0 || config.corsOrigins.length > 0) return
-  const routes: EarlyRoute[] = []
+  // Each route with its series, resolved here once: the refusal counts with an increment.
+  const routes: Array<EarlyRoute & { series: RouteSeries }> = []
   for (const route of enabledRoutes(config.disabledGroups)) {
     if (route.path.includes('{')) continue
     const decide = rateLimiter.earlyDeciderFor(route.method, route.path)
-    if (decide) routes.push({ method: route.method, url: `${config.prefix}${route.path}`, decide })
+    const url = `${config.prefix}${route.path}`
+    if (decide) routes.push({ method: route.method, url, decide, series: metrics.requestSeries(url, route.method) })
   }
   installEarlyRefusal(app.server, {
     routes,
     requestIdHeader: config.requestIdHeader,
-    requestId: requestIdGenerator(config.requestIdHeader, config.trustedProxies),
+    // Without trusted proxies (above) the id is always a fresh one, as genReqId would give.
+    requestId: newRequestId,
     onRefused({ req, route, id, ip, startedAt, refusal }) {
       const ms = performance.now() - startedAt
-      metrics.observeRequest(route.url, route.method, 429, ms / 1000)
-      logEarlyAnswer(app.log, {
+      route.series.observe(429, ms / 1000)
+      logEarlyAnswer(app.log, req, {
         reqId: id,
         method: route.method,
         route: route.url,
-        url: req.url ?? '',
         status: 429,
         durationMs: ms,
         ip,
         code: refusal.code,
         body: refusal.body,
-        userAgent: req.headers['user-agent'],
       })
     },
   })

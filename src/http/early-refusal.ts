@@ -9,15 +9,16 @@ export interface EarlyRoute {
   decide: EarlyDecider
 }
 
-export interface EarlyRefusalOptions {
-  routes: readonly EarlyRoute[]
+export interface EarlyRefusalOptions<R extends EarlyRoute = EarlyRoute> {
+  /** The routes, as the caller's own objects: `onRefused` gets back the one that answered. */
+  routes: readonly R[]
   /** The request id header and generator the Fastify path uses. */
   requestIdHeader: string
   requestId: (req: IncomingMessage) => string
   /** The metrics and the log line of each refusal, as the Fastify path records them. */
   onRefused: (answer: {
     req: IncomingMessage
-    route: EarlyRoute
+    route: R
     id: string
     ip: string
     startedAt: number
@@ -36,9 +37,9 @@ export interface EarlyRefusalOptions {
  * Only for a synchronous store and a client IP that is the socket's address (no trusted proxies),
  * and not with CORS (whose headers the 429 would lack): the caller checks.
  */
-export function installEarlyRefusal(server: Server, options: EarlyRefusalOptions): void {
+export function installEarlyRefusal<R extends EarlyRoute>(server: Server, options: EarlyRefusalOptions<R>): void {
   // By path, then method: no string built per request to look a route up.
-  const byPath = new Map<string, EarlyRoute[]>()
+  const byPath = new Map<string, R[]>()
   for (const route of options.routes) byPath.set(route.url, [...(byPath.get(route.url) ?? []), route])
   if (byPath.size === 0) return
   const [fastify, ...others] = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>

@@ -4,6 +4,7 @@ import type { RateLimiter } from '../ratelimit/index.ts'
 import type { BackendExchange } from './backend-timing.ts'
 import type { MetricsSource } from './cluster-metrics.ts'
 import type { Readiness } from './health.ts'
+import { RequestSeries, type RouteSeries } from './request-series.ts'
 
 // Not `import { createServer } from 'node:http'`: an ESM import of node:http reads every export,
 // including its lazy WebSocket getters, which load Node.js's bundled undici (about 13 MB resident).
@@ -33,27 +34,31 @@ export interface AppMetrics {
   registry: Registry
   /** The forwarder's observer: backend latency and errors, once per exchange. */
   observeBackend(request: FastifyRequest, exchange: BackendExchange): void
-  /** One answered request (the hook's, and the early refusal's, which Fastify never sees). */
-  observeRequest(route: string, method: string, status: number, seconds: number): void
+  /**
+   * The answered requests of a route template and method, for a path that answers without Fastify
+   * (the early refusal) and resolves its series once; the hook records Fastify's answers.
+   */
+  requestSeries(route: string, method: string): RouteSeries
 }
 
 export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}): AppMetrics {
   const registry = new Registry()
   if (options.processMetrics) collectDefaultMetrics({ register: registry })
 
-  const requests = new Counter({
-    name: 'authgate_http_requests_total',
-    help: 'Requests answered, by route template, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [registry],
-  })
-  const duration = new Histogram({
-    name: 'authgate_http_request_duration_seconds',
-    help: 'Time from the request to the end of the response, by route template and method',
-    labelNames: ['route', 'method'] as const,
-    buckets: BUCKETS,
-    registers: [registry],
-  })
+  const requests = new RequestSeries(
+    registry,
+    {
+      requests: {
+        name: 'authgate_http_requests_total',
+        help: 'Requests answered, by route template, method and status',
+      },
+      duration: {
+        name: 'authgate_http_request_duration_seconds',
+        help: 'Time from the request to the end of the response, by route template and method',
+      },
+    },
+    BUCKETS,
+  )
   const backendDuration = new Histogram({
     name: 'authgate_backend_request_duration_seconds',
     help: 'Time Supabase Auth took to answer (to the response head), by route template and status',
@@ -176,17 +181,13 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
   }
 
   // Callback style: no promise and microtask per request.
-  const observeRequest = (route: string, method: string, status: number, seconds: number) => {
-    requests.inc({ route, method, status: String(status) })
-    duration.observe({ route, method }, seconds)
-  }
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
-    observeRequest(request.routeOptions.url ?? '', request.method, reply.statusCode, reply.elapsedTime / 1000)
+    requests.of(request.routeOptions.url ?? '', request.method).observe(reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
   return {
     registry,
-    observeRequest,
+    requestSeries: (route, method) => requests.of(route, method),
     observeBackend(request, exchange) {
       const route = request.routeOptions.url ?? ''
       if (exchange.error !== undefined) backendErrors.inc({ kind: exchange.error })

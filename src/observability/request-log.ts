@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import pino from 'pino'
 import { clientIp } from '../proxy/client-ip.ts'
@@ -39,26 +40,26 @@ const pathOf = (url: string) => {
  */
 export function logEarlyAnswer(
   log: FastifyBaseLogger,
+  req: IncomingMessage,
   answer: {
     reqId: string
     method: string
     route: string
-    url: string
     status: number
     durationMs: number
     ip: string
     code: string | undefined
     body: Buffer
-    userAgent: string | undefined
   },
 ): void {
   const level = levelOfStatus(answer.status)
+  // Before anything is read of the request: at the usual level the early 429 writes no line.
   if (!enabled(log, level)) return
   const line: Record<string, unknown> = {
     reqId: answer.reqId,
     method: answer.method,
     route: answer.route,
-    url: redactUrl(answer.url),
+    url: redactUrl(req.url ?? ''),
     status: answer.status,
     durationMs: round(answer.durationMs),
     ip: answer.ip,
@@ -68,7 +69,8 @@ export function logEarlyAnswer(
     const reason = errorReason(answer.code, answer.body)
     if (reason !== undefined) line.reason = reason
   }
-  if (answer.userAgent !== undefined) line.userAgent = answer.userAgent.slice(0, 200)
+  const userAgent = req.headers['user-agent']
+  if (userAgent !== undefined) line.userAgent = userAgent.slice(0, 200)
   log[level](line, 'request')
 }
 
