@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { createServer, request as httpRequest } from 'node:http'
+import { Agent, createServer, request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
@@ -144,6 +144,81 @@ describe('the early refusal', () => {
     assert.equal(early.status, 429)
     assert.deepEqual(comparable(early.headers), comparable(hooked.headers))
     assert.equal(early.body, hooked.body)
+  })
+
+  it('reads a repeated X-Supabase-Api-Version as Node.js joins it, as the hook does', async () => {
+    // "2024-01-01, 2024-01-01" is no date: the legacy shape, from both.
+    const raw = ['X-Supabase-Api-Version', '2024-01-01', 'x-supabase-api-version', '2024-01-01']
+    const answers = await Promise.all(
+      (['early', 'hooked'] as const).map(
+        (name) =>
+          new Promise<Answer>((resolve, reject) => {
+            // Given as an array, the headers are sent as they are: Host too.
+            const headers = [
+              'host',
+              `127.0.0.1:${apps[name].port}`,
+              ...raw,
+              'content-type',
+              'application/json',
+              'content-length',
+              String(BODY.length),
+            ]
+            httpRequest({ host: '127.0.0.1', port: apps[name].port, method: 'POST', path: TOKEN, headers }, (res) => {
+              let text = ''
+              res.setEncoding('utf8')
+              res.on('data', (c: string) => (text += c))
+              res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }))
+            })
+              .on('error', reject)
+              .end(BODY)
+          }),
+      ),
+    )
+    assert.equal(answers[0]!.status, 429)
+    assert.equal((JSON.parse(answers[0]!.body) as { code: unknown }).code, 429, 'the legacy body')
+    assert.deepEqual(comparable(answers[0]!.headers), comparable(answers[1]!.headers))
+    assert.equal(answers[0]!.body, answers[1]!.body)
+  })
+
+  it('keeps each route’s own bucket on one kept-alive connection', async () => {
+    // The client is over its limit on POST /token already; POST /otp has a bucket of its own (2).
+    const sequence = ['/auth/token?grant_type=password', '/auth/otp', '/auth/otp', '/auth/otp', TOKEN]
+    const statuses: Record<string, number[]> = {}
+    for (const name of ['early', 'hooked'] as const) {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+      const sockets = new Set<unknown>()
+      statuses[name] = []
+      for (const path of sequence) {
+        const status = await new Promise<number>((resolve, reject) => {
+          const body = '{"email":"a@example.com"}'
+          httpRequest(
+            {
+              host: '127.0.0.1',
+              port: apps[name].port,
+              method: 'POST',
+              path,
+              agent,
+              headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+            },
+            (res) => {
+              sockets.add(res.socket)
+              res.resume()
+              res.on('end', () => resolve(res.statusCode!))
+            },
+          )
+            .on('error', reject)
+            .end(body)
+        })
+        statuses[name].push(status)
+      }
+      agent.destroy()
+      assert.equal(sockets.size, 1, `${name}: one connection`)
+    }
+    assert.deepEqual(
+      statuses.early!.map((s) => s === 429),
+      [true, false, false, true, true],
+    )
+    assert.deepEqual(statuses.early, statuses.hooked)
   })
 
   it('leaves what it cannot answer exactly to Fastify: another route, another method, no Host', async () => {
