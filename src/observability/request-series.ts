@@ -98,7 +98,6 @@ export class RequestSeries {
   }
 
   #metric(name: string, help: string, type: 'counter' | 'histogram', values: () => Value[]): Metric {
-    const read = async () => ({ name, help, type, aggregator: 'sum' as const, values: values() })
     const reset = () => {
       for (const s of this.#all()) {
         if (type === 'counter') s.statuses.clear()
@@ -109,9 +108,17 @@ export class RequestSeries {
         }
       }
     }
-    // What the registry reads of a metric (name and type for the exposition, `get` for its values,
-    // `reset` for resetMetrics); the rest of prom-client's Metric is for code that records.
-    return { name, help, type, get: read, reset } as unknown as Metric
+    // What the registry reads of a metric: its name (which it rewrites for OpenMetrics, as it does
+    // a Counter's), type and help for the exposition, `get` for the values, `reset` for
+    // resetMetrics. The rest of prom-client's Metric is for code that records.
+    const metric = {
+      name,
+      help,
+      type,
+      get: async () => ({ name: metric.name, help, type, aggregator: 'sum' as const, values: values() }),
+      reset,
+    }
+    return metric as unknown as Metric
   }
 }
 

@@ -107,6 +107,19 @@ describe('request series', () => {
     )
   })
 
+  it('is exposed in the OpenMetrics format as prom-client exposes its own', async () => {
+    const ref = reference()
+    const got = ours()
+    for (const registry of [ref.registry, got.registry])
+      // The registries are typed for the text format; the content type is switched at run time.
+      registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE as never)
+    for (const o of OBSERVATIONS) {
+      ref.observe(...o)
+      got.observe(...o)
+    }
+    assert.deepEqual(sortedLines(await got.registry.metrics()), sortedLines(await ref.registry.metrics()))
+  })
+
   it('starts again from zero on resetMetrics, and keeps counting after it', async () => {
     const ref = reference()
     const got = ours()
