@@ -322,8 +322,10 @@ if (opts.baseline && want('authgate')) {
   if (archive.status !== 0) throw new Error(`git archive ${opts.baseline}: ${archive.stderr.toString()}`)
   spawnSync('tar', ['-x', '-C', dir], { input: archive.stdout })
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
-  // Only the per-IP switch: an earlier commit may know no per-account limits, and refuses a setting it does not know.
-  const b = authgate(PORTS.baseline, { AUTHGATE_RATE_LIMITED_ROUTES: 'none' }, dir)
+  // The switches the earlier commit knows: one that knows no per-account limits refuses their setting.
+  const knowsAccountLimits =
+    spawnSync('grep', ['-rqs', 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES', join(dir, 'src')]).status === 0
+  const b = authgate(PORTS.baseline, knowsAccountLimits ? unlimited : { AUTHGATE_RATE_LIMITED_ROUTES: 'none' }, dir)
   const bm = authgate(PORTS.baselineMemory, {}, dir)
   peers.push({
     name: `authgate @${opts.baseline}`,
@@ -507,6 +509,8 @@ async function oneRequest(port: number, spec: RequestSpec): Promise<number> {
 interface Wrk {
   rps: number
   requests: number
+  /** Answers that were not 2xx or 3xx. */
+  other: number
 }
 function wrk(port: number, spec: RequestSpec): Promise<Wrk | undefined> {
   const script = join(DIR, `wrk-${spec.method}-${Buffer.from(spec.path).toString('hex').slice(0, 40)}.lua`)
@@ -530,7 +534,8 @@ function wrk(port: number, spec: RequestSpec): Promise<Wrk | undefined> {
     child.on('exit', () => {
       const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
       const requests = Number(/(\d+) requests in/.exec(out)?.[1])
-      resolve(rps ? { rps, requests } : undefined)
+      const other = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0)
+      resolve(rps ? { rps, requests, other } : undefined)
     })
   })
 }
@@ -582,6 +587,8 @@ for (const c of cases) {
       const before = cpuMs(pid)
       const w = await wrk(port, spec)
       const used = cpuMs(pid) - before
+      // A peer that starts refusing mid-run (a limit the case did not turn off) is reported, not measured.
+      if (w && c.expect < 400 && w.other > 0) cell.wrongStatus = `${w.other} of ${w.requests} answers not 2xx or 3xx`
       if (w) {
         cell.rps.push(w.rps)
         cell.cpuMsPer1k.push((used / w.requests) * 1000)
