@@ -1,11 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
 import { unmapIPv4 } from '../core/ip.ts'
-import { joinedHeader } from './raw-header.ts'
 import type { EarlyDecider, EarlyRefusal } from '../ratelimit/index.ts'
-
-// The client's address as the limiter keys it, once per connection (a connection's address does not change).
-const kClientIp = Symbol('authgate.earlyClientIp')
 
 export interface EarlyRoute {
   method: string
@@ -43,13 +38,10 @@ export interface EarlyRefusalOptions<R extends EarlyRoute = EarlyRoute> {
  * and not with CORS (whose headers the 429 would lack): the caller checks.
  */
 export function installEarlyRefusal<R extends EarlyRoute>(server: Server, options: EarlyRefusalOptions<R>): void {
-  // By the path's length, then path and method: no string built per request to look a route up.
-  const byLength = new Map<number, R[]>()
-  for (const route of options.routes) {
-    const n = route.url.length
-    byLength.set(n, [...(byLength.get(n) ?? []), route])
-  }
-  if (byLength.size === 0) return
+  // By path, then method: no string built per request to look a route up.
+  const byPath = new Map<string, R[]>()
+  for (const route of options.routes) byPath.set(route.url, [...(byPath.get(route.url) ?? []), route])
+  if (byPath.size === 0) return
   const [fastify, ...others] = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>
   if (fastify === undefined || others.length > 0)
     throw new Error('early refusal: expected Fastify’s one request listener')
@@ -57,23 +49,19 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? ''
     const q = url.indexOf('?')
-    const candidates = byLength.get(q === -1 ? url.length : q)
-    if (candidates === undefined) return fastify(req, res)
-    let route: R | undefined
-    for (const r of candidates) if (r.method === req.method && url.startsWith(r.url)) route = r
-    const socket = req.socket as Socket & { [kClientIp]?: string }
-    const address = socket.remoteAddress
+    const candidates = byPath.get(q === -1 ? url : url.slice(0, q))
+    const route = candidates?.find((r) => r.method === req.method)
+    const address = req.socket.remoteAddress
     // Without Host (HTTP/1.1), Fastify's hook answers 400: left to it, as is a closed socket.
-    if (route === undefined || address === undefined || joinedHeader(req, 'host') === undefined)
-      return fastify(req, res)
+    if (route === undefined || address === undefined || req.headers.host === undefined) return fastify(req, res)
     const startedAt = performance.now()
-    const ip = (socket[kClientIp] ??= unmapIPv4(address))
+    const ip = unmapIPv4(address)
     const refusal = route.decide(req, ip)
     if (refusal === undefined) return fastify(req, res)
     const id = options.requestId(req)
-    // The request id first, as Fastify's reply has it.
     const headers = [options.requestIdHeader, id]
     for (const h of refusal.headers) headers.push(h)
+    headers.push('content-length', String(refusal.body.length))
     res.writeHead(429, headers)
     res.end(refusal.body)
     options.onRefused({ req, route, id, ip, startedAt, refusal })

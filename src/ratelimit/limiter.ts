@@ -1,9 +1,7 @@
 import type { IncomingMessage } from 'node:http'
-import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { routeKey } from '../auth/routes/id.ts'
 import { errorResponse, sendError, varyOrigin, wantsNewErrorShape } from '../errors.ts'
-import { joinedHeader } from '../http/raw-header.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import { clientKey } from './client-key.ts'
 import type { RateLimitConfig } from './config.ts'
@@ -44,14 +42,13 @@ export type LimitKind =
   'client' | 'account' | 'email_budget' | 'email_budget_client' | 'sms_budget' | 'sms_budget_client'
 /** A 429 written without Fastify (src/http/early-refusal.ts): the same headers and body as the hook's. */
 export interface EarlyRefusal {
-  /** Name, value, name, value, ...: `Vary` first, as the hook's reply has it, then the hook's own and `Content-Length`. */
+  /** Name, value, name, value, ...: `Vary` first, as the hook's reply has it, then the hook's own. */
   headers: string[]
   body: Buffer
   /** The `x-sb-error-code` sent, for the log line. */
   code: string | undefined
 }
 
-/** `ip` is the connection's address: the same for every request on `req.socket`. */
 export type EarlyDecider = (req: IncomingMessage, ip: string) => EarlyRefusal | undefined
 
 export interface RateLimiter {
@@ -115,9 +112,6 @@ function deniedHeaders(
     'retry-after': String(retryAfterSeconds(decision)),
   }
 }
-
-// An early decider's bucket key, on the connection.
-const kEarlyKey = Symbol('authgate.earlyBucketKey')
 
 // A decision made early (src/http/early-refusal.ts), kept on the raw request for the route's hook.
 const kDecision = Symbol('authgate.rateLimitDecision')
@@ -358,33 +352,19 @@ export function createRateLimiter(
       'ratelimit-policy',
       policyValue,
     ]
-    const legacyLength = String(DENIED_LEGACY_BODY.length)
-    const currentLength = String(DENIED_CURRENT_BODY.length)
     const fixedLegacy = fixed(false)
     const fixedCurrent = fixed(true)
     return (req, ip) => {
-      // The bucket's key, built once per connection and route: a flood on a kept-alive connection
-      // costs no string to build and hash per request.
-      const socket = req.socket as Socket & { [kEarlyKey]?: { bucket: string; key: string } }
-      let cached = socket[kEarlyKey]
-      if (cached?.bucket !== bucket) socket[kEarlyKey] = cached = { bucket, key: bucket + clientKey(ip, prefixLength) }
-      const decision = takeSync(cached.key, policy)
+      const decision = takeSync(bucket + clientKey(ip, prefixLength), policy)
       if (decision.allowed) {
         ;(req as WithDecision)[kDecision] = decision
         return undefined
       }
       // Counted and logged as the hook's refusal is (which limit, which route).
       denied('client', route, deniedKey)
-      const current = wantsNewErrorShape(joinedHeader(req, 'x-supabase-api-version'))
+      const current = wantsNewErrorShape(req.headers['x-supabase-api-version'])
       const headers = (current ? fixedCurrent : fixedLegacy).slice()
-      headers.push(
-        'ratelimit',
-        rateLimitHeader(policy, decision),
-        'retry-after',
-        String(retryAfterSeconds(decision)),
-        'content-length',
-        current ? currentLength : legacyLength,
-      )
+      headers.push('ratelimit', rateLimitHeader(policy, decision), 'retry-after', String(retryAfterSeconds(decision)))
       return {
         headers,
         body: current ? DENIED_CURRENT_BODY : DENIED_LEGACY_BODY,
