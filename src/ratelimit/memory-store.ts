@@ -25,7 +25,7 @@ interface Bucket {
  * would not, so the sweep drops it; and `maxKeys` caps the map even under a flood of addresses.
  */
 export class MemoryStore implements RateLimitStore {
-  readonly #tats = new Map<string, Bucket>()
+  readonly #buckets = new Map<string, Bucket>()
   readonly #maxKeys: number
   readonly #now: () => number
   readonly #timer: NodeJS.Timeout
@@ -40,12 +40,12 @@ export class MemoryStore implements RateLimitStore {
   }
 
   get size(): number {
-    return this.#tats.size
+    return this.#buckets.size
   }
 
   takeSync(key: string, policy: RateLimitPolicy): Decision {
     const now = this.#now()
-    const bucket = this.#tats.get(key)
+    const bucket = this.#buckets.get(key)
     const { tat, decision } = gcra(bucket?.tat, now, emissionIntervalMs(policy), policy.burst)
     // A known client is updated in place: no map write per request (moving a key to the end of a
     // Map on each use reallocates its table every few hundred uses, which a flood of refusals
@@ -54,8 +54,8 @@ export class MemoryStore implements RateLimitStore {
       bucket.tat = tat
       bucket.seen = true
     } else if (decision.allowed) {
-      this.#tats.set(key, { tat, seen: false })
-      if (this.#tats.size > this.#maxKeys) this.#dropOne()
+      this.#buckets.set(key, { tat, seen: false })
+      if (this.#buckets.size > this.#maxKeys) this.#dropOne()
     }
     return decision
   }
@@ -67,11 +67,11 @@ export class MemoryStore implements RateLimitStore {
    * Each bucket passed over was used since, so a drop costs one step on average.
    */
   #dropOne(): void {
-    for (const [key, bucket] of this.#tats) {
-      this.#tats.delete(key)
+    for (const [key, bucket] of this.#buckets) {
+      this.#buckets.delete(key)
       if (!bucket.seen) return
       bucket.seen = false
-      this.#tats.set(key, bucket)
+      this.#buckets.set(key, bucket)
     }
   }
 
@@ -83,9 +83,9 @@ export class MemoryStore implements RateLimitStore {
   sweep(): number {
     const now = this.#now()
     let dropped = 0
-    for (const [key, bucket] of this.#tats) {
+    for (const [key, bucket] of this.#buckets) {
       if (bucket.tat <= now) {
-        this.#tats.delete(key)
+        this.#buckets.delete(key)
         dropped++
       }
     }
@@ -100,7 +100,7 @@ export class MemoryStore implements RateLimitStore {
   #sweepInSlices(): void {
     if (this.#sweeping) return
     this.#sweeping = true
-    const entries = this.#tats.entries()
+    const entries = this.#buckets.entries()
     const slice = () => {
       if (this.#closed) return
       const now = this.#now()
@@ -110,7 +110,7 @@ export class MemoryStore implements RateLimitStore {
           this.#sweeping = false
           return
         }
-        if (next.value[1].tat <= now) this.#tats.delete(next.value[0])
+        if (next.value[1].tat <= now) this.#buckets.delete(next.value[0])
       }
       setImmediate(slice).unref()
     }
@@ -120,7 +120,7 @@ export class MemoryStore implements RateLimitStore {
   close(): Promise<void> {
     this.#closed = true
     clearInterval(this.#timer)
-    this.#tats.clear()
+    this.#buckets.clear()
     return Promise.resolve()
   }
 }
