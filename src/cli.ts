@@ -1,0 +1,132 @@
+// The `authgate` command line: the service, `doctor`, `--help` and `--version` (src/main.ts runs it).
+import cluster from 'node:cluster'
+import { readFileSync } from 'node:fs'
+import { PrimaryStore, runPrimary } from './cluster.ts'
+import { AuthgateConfigError } from './config.ts'
+import { readSettings } from './config/collect.ts'
+import { settingsHelp } from './config/schema.ts'
+import { loadServiceSettings, type ServiceSettings } from './settings.ts'
+import { installShutdown } from './shutdown.ts'
+import { growWithLoad } from './startup-heap.ts'
+
+const USAGE = `Usage: authgate              (configuration from the environment)
+       authgate doctor [--json] [--no-probe]
+                             (checks authgate and Supabase Auth together; exit 1 on an error)
+       authgate --help       (this text and every setting)
+       authgate --version
+`
+
+const HELP = `authgate — Supabase Auth behind your own API origin
+
+${USAGE}
+Settings (environment variables; durations need a unit: 500ms, 10s, 5m, 1h):
+
+${settingsHelp()}`
+
+/** The settings from the environment; a configuration error ends the process with status 2. */
+function configured(): ServiceSettings {
+  try {
+    return readSettings(process.env, loadServiceSettings)
+  } catch (err) {
+    if (err instanceof AuthgateConfigError) {
+      process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
+      process.exit(2)
+    }
+    throw err
+  }
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2)
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(HELP)
+    return
+  }
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    process.stdout.write(`${pkg.version}\n`)
+    return
+  }
+  if (args[0] === 'doctor') {
+    const settings = configured()
+    const { runDoctor } = await import('./doctor/run.ts')
+    process.exitCode = await runDoctor(args.slice(1), settings, (text) => process.stdout.write(text))
+    return
+  }
+  // Settings come only from the environment: anything on the command line is a mistake (a typo of
+  // --help must not start a service on 0.0.0.0).
+  if (args.length > 0) {
+    const unknown = args.find((a) => a !== '--version' && a !== '-v') ?? args[1]
+    process.stderr.write(`authgate: unknown argument ${JSON.stringify(unknown)}\n${USAGE}`)
+    process.exit(2)
+  }
+  const settings = configured()
+  const { core: config, rateLimit, openapi, workers, sessions } = settings
+  if (workers > 1 && cluster.isPrimary) {
+    const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
+    runPrimary({
+      workers,
+      ownsRateLimitStore: !rateLimit.redis,
+      memoryMaxKeys: rateLimit.memoryMaxKeys,
+      stopTimeoutMs: config.shutdownDelayMs + config.shutdownTimeoutMs,
+      log,
+    })
+    // The primary holds no app: its heap grows as V8 would have it grow from here on.
+    growWithLoad()
+    return
+  }
+  // A cluster worker without Redis asks the primary, so that every worker draws on one budget.
+  const rateLimitStore = cluster.isWorker && !rateLimit.redis ? new PrimaryStore() : undefined
+  // Loaded here, not at the top: a cluster primary serves nothing and need not hold the app.
+  const { buildApp } = await import('./app.ts')
+  let app
+  try {
+    app = await buildApp({
+      config,
+      rateLimit,
+      ...(rateLimitStore ? { rateLimitStore } : {}),
+      openapi,
+      ...(sessions ? { sessions } : {}),
+      logger: true,
+      processMetrics: true,
+      clusterMetrics: cluster.isWorker,
+      refuseEarly: true,
+    })
+  } catch (err) {
+    if (err instanceof AuthgateConfigError) {
+      process.stderr.write(`authgate: invalid configuration: ${err.message}\n`)
+      process.exit(2)
+    }
+    throw err
+  }
+
+  installShutdown(app, { timeoutMs: config.shutdownTimeoutMs, delayMs: config.shutdownDelayMs })
+
+  let address
+  try {
+    address = await app.listen({ port: config.port, host: config.host })
+  } catch (err) {
+    // The system's refusal (port taken, no permission, a host name that does not resolve here) is
+    // the operator's to fix: said in one line, without a stack trace.
+    const code = (err as { code?: unknown }).code
+    if (typeof code !== 'string' || !code.startsWith('E')) throw err
+    process.stderr.write(
+      `authgate: cannot listen on ${config.host}:${config.port} (HOST, PORT): ${(err as Error).message}\n`,
+    )
+    process.exit(1)
+  }
+  // From the first client on, the heap grows as V8 would have it grow.
+  app.server.once('connection', growWithLoad)
+  app.log.info({ address, backend: config.backendUrl.href, prefix: config.prefix || '/' }, 'authgate ready')
+  // What `authgate doctor` finds (without its probe), as warnings where operators look; once per
+  // deployment, not per worker.
+  if (!cluster.isWorker || cluster.worker?.id === 1) {
+    const { logStartupFindings } = await import('./doctor/run.ts')
+    void logStartupFindings({ core: config, rateLimit, publicUrl: settings.publicUrl }, app.log)
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`authgate: ${err instanceof Error ? err.stack : String(err)}\n`)
+  process.exit(1)
+})
