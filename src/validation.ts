@@ -1,4 +1,4 @@
-import { Ajv, type Vocabulary } from 'ajv'
+import { Ajv, type ErrorObject, type ValidateFunction, type Vocabulary } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import nextVocabularyModule from 'ajv/dist/vocabularies/next.js'
 import type { FastifySchemaCompiler } from 'fastify'
@@ -40,4 +40,22 @@ export const bodyAjv = addFormats(
  * headers are documented but judged by Supabase Auth, which receives them raw.
  */
 export const authValidatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) =>
-  httpPart === 'body' ? bodyAjv.compile(schema as object) : () => true
+  httpPart === 'body' ? compiledOnFirstBody(schema as object) : () => true
+
+/**
+ * A body validator compiled when its route receives its first body, not at start-up: a deployment
+ * calls a few of the routes, and the generated code of all of them held about 2 MB of an idle
+ * service (docs/decisions.md, D48). Fastify reads a refusal's reasons from the function's `errors`,
+ * as it would from ajv's own.
+ */
+function compiledOnFirstBody(schema: object): ((data: unknown) => boolean) & { errors?: ErrorObject[] | null } {
+  let compiled: ValidateFunction | undefined
+  const validate = (data: unknown): boolean => {
+    compiled ??= bodyAjv.compile(schema)
+    const valid = compiled(data)
+    validate.errors = compiled.errors
+    return valid
+  }
+  validate.errors = null as ErrorObject[] | null | undefined
+  return validate
+}
