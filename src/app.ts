@@ -1,4 +1,5 @@
 import type { Server } from 'node:http'
+import { performance } from 'node:perf_hooks'
 import Fastify, {
   type FastifyError,
   type FastifyHttpOptions,

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import { performance } from 'node:perf_hooks'
 import { unmapIPv4 } from '../core/ip.ts'
 import type { EarlyDecider, EarlyRefusal } from '../ratelimit/index.ts'
 
@@ -61,7 +62,6 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
     const id = options.requestId(req)
     const headers = [options.requestIdHeader, id]
     for (const h of refusal.headers) headers.push(h)
-    headers.push('content-length', String(refusal.body.length))
     res.writeHead(429, headers)
     res.end(refusal.body)
     options.onRefused({ req, route, id, ip, startedAt, refusal })
