@@ -112,10 +112,14 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
     requestIdHeader: config.requestIdHeader,
     clientIpHeader: config.clientIpHeader,
   })
+  const sessions = options.sessions
+    ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
+    : undefined
   const forwarder = new Forwarder({
     backend,
     cache: { defaultTtlMs: config.cacheTtlMs },
     ownCors: config.corsOrigins.length > 0,
+    sessionCookie: sessions?.sessions.config.cookieName,
   })
   const rateLimiter =
     options.rateLimit === false
@@ -124,9 +128,6 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
           ...(options.rateLimitStore ? { store: options.rateLimitStore } : {}),
           autoconfirms: autoconfirmLookup(backend),
         })
-  const sessions = options.sessions
-    ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
-    : undefined
   app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions })
   // The protect hook (src/protect/hook.ts) finds the cookie sessions here.
   if (sessions) {

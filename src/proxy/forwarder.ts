@@ -18,6 +18,8 @@ export interface ForwarderOptions {
   cache?: { defaultTtlMs: number } | false
   /** authgate answers CORS itself: the backend's `Access-Control-*` headers are not relayed. */
   ownCors?: boolean
+  /** The name of authgate's session cookie (cookie sessions): never sent on to Supabase Auth. */
+  sessionCookie?: string | undefined
 }
 
 /** Called once per backend exchange, when it ends (metrics). */
@@ -64,6 +66,7 @@ export class Forwarder {
   readonly #requestIdHeader: string | undefined
   readonly #clientIpHeader: string
   readonly #ownCors: boolean
+  readonly #sessionCookie: string | undefined
   // While the backend is down every request fails the same way: one line per kind and 10 s, and
   // at the end of those 10 s a line with how many more there were.
   readonly #lastFailure = new Map<string, { log: FastifyRequest['log']; level: 'warn' | 'error'; message: string }>()
@@ -83,6 +86,7 @@ export class Forwarder {
     this.#requestIdHeader = options.backend.options.requestIdHeader
     this.#clientIpHeader = options.backend.options.clientIpHeader?.toLowerCase() ?? 'x-forwarded-for'
     this.#ownCors = options.ownCors ?? false
+    this.#sessionCookie = options.sessionCookie
   }
 
   #end(request: FastifyRequest, started: number, status: number | undefined, error?: BackendErrorKind): void {
@@ -170,6 +174,7 @@ export class Forwarder {
       clientIpHeader: this.#clientIpHeader,
       host: request.headers.host,
       proto: request.protocol,
+      ownCookie: this.#sessionCookie,
       replaced: target.headers
         ? [...this.#backend.replacedHeaders, ...Object.keys(target.headers)]
         : this.#backend.replacedHeaders,

@@ -64,6 +64,25 @@ export interface ForwardedIdentity {
   replaced?: readonly string[] | undefined
   /** Their values, as a flat [name, value, ...] list appended last. */
   set?: readonly string[] | undefined
+  /**
+   * authgate's own session cookie (cookie sessions): a credential for authgate, so it is taken out
+   * of the `Cookie` header sent to Supabase Auth; the client's other cookies go as they came.
+   */
+  ownCookie?: string | undefined
+}
+
+/**
+ * A `Cookie` value without the cookies named `name`, the others as they were written; undefined
+ * when none is left. A name that merely starts the same (`name_x=`) is another cookie.
+ */
+export function withoutCookie(value: string, name: string): string | undefined {
+  if (!value.includes(name)) return value
+  const kept = value.split(';').filter((pair) => {
+    const eq = pair.indexOf('=')
+    return (eq === -1 ? pair : pair.slice(0, eq)).trim() !== name
+  })
+  const rest = kept.join(';').trim()
+  return rest === '' ? undefined : rest
 }
 
 /**
@@ -83,6 +102,11 @@ export function outboundRequestHeaders(
     const lower = name.toLowerCase()
     if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower)) continue
     if (replaced !== undefined && replaced.includes(lower)) continue
+    if (lower === 'cookie' && id.ownCookie !== undefined) {
+      const rest = withoutCookie(rawHeaders[i + 1]!, id.ownCookie)
+      if (rest !== undefined) out.push(name, rest)
+      continue
+    }
     out.push(name, rawHeaders[i + 1]!)
   }
   // One value, so Supabase Auth's left-most pick is the IP authgate decided on; in a header of

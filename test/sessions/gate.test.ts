@@ -171,6 +171,21 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.equal(own.json().authorization, 'Bearer mine')
   })
 
+  it('the session cookie stays with authgate: Supabase Auth gets the bearer and the other cookies', async () => {
+    const session = (await signedIn()).split(';')[0]!
+    const res = await h.app.inject({
+      method: 'GET',
+      url: '/auth/user',
+      headers: { host: HOST, cookie: `theme=dark; ${session}; lang=en` },
+    })
+    assert.equal(res.statusCode, 200)
+    const sent = h.backend.requests.at(-1)!
+    assert.equal(sent.headers.cookie, 'theme=dark; lang=en')
+    assert.match(String(sent.headers.authorization), /^Bearer ey/)
+    await h.app.inject({ method: 'GET', url: '/auth/user', headers: { host: HOST, cookie: session } })
+    assert.equal(h.backend.requests.at(-1)!.headers.cookie, undefined, 'no Cookie header when it was the only one')
+  })
+
   it('GET /session: the user and the end of the session; 401 without one', async () => {
     const cookie = await signedIn()
     const res = await withCookie(cookie, 'GET', '/auth/session')
