@@ -49,7 +49,7 @@ export function logEarlyAnswer(
     durationMs: number
     ip: string
     code: string | undefined
-    body: string | Buffer
+    body: string
   },
 ): void {
   const level = levelOfStatus(answer.status)

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { withoutCookie } from '../sessions/cookie.ts'
 
 /**
  * Header hygiene, one list and one function per direction (the shape of Go's net/http/httputil
@@ -69,20 +70,6 @@ export interface ForwardedIdentity {
    * of the `Cookie` header sent to Supabase Auth; the client's other cookies go as they came.
    */
   ownCookie?: string | undefined
-}
-
-/**
- * A `Cookie` value without the cookies named `name`, the others as they were written; undefined
- * when none is left. A name that merely starts the same (`name_x=`) is another cookie.
- */
-export function withoutCookie(value: string, name: string): string | undefined {
-  if (!value.includes(name)) return value
-  const kept = value.split(';').filter((pair) => {
-    const eq = pair.indexOf('=')
-    return (eq === -1 ? pair : pair.slice(0, eq)).trim() !== name
-  })
-  const rest = kept.join(';').trim()
-  return rest === '' ? undefined : rest
 }
 
 /**

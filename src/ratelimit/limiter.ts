@@ -105,6 +105,8 @@ const { vary: _legacyVary, ...DENIED_LEGACY_HEADERS } = DENIED_LEGACY.headers
 const { vary: _currentVary, ...DENIED_CURRENT_HEADERS } = DENIED_CURRENT.headers
 const DENIED_LEGACY_BODY = Buffer.from(DENIED_LEGACY.body)
 const DENIED_CURRENT_BODY = Buffer.from(DENIED_CURRENT.body)
+const DENIED_LEGACY_LENGTH = String(DENIED_LEGACY_BODY.length)
+const DENIED_CURRENT_LENGTH = String(DENIED_CURRENT_BODY.length)
 
 /** The refusal's headers after `Vary`, for the hook and the early refusal alike. */
 function deniedHeaders(
@@ -362,8 +364,6 @@ export function createRateLimiter(
     ]
     const fixedLegacy = fixed(false)
     const fixedCurrent = fixed(true)
-    const lengthLegacy = String(Buffer.byteLength(DENIED_LEGACY.body))
-    const lengthCurrent = String(Buffer.byteLength(DENIED_CURRENT.body))
     return (req, ip) => {
       const decision = takeSync(bucket + clientKey(ip, prefixLength), policy)
       if (decision.allowed) {
@@ -380,7 +380,7 @@ export function createRateLimiter(
         'retry-after',
         String(retryAfterSeconds(decision)),
         'content-length',
-        current ? lengthCurrent : lengthLegacy,
+        current ? DENIED_CURRENT_LENGTH : DENIED_LEGACY_LENGTH,
       )
       return {
         headers,

@@ -19,6 +19,26 @@ export function clearedCookie(settings: CookieSettings): string {
   return sessionCookie(settings, '', 0)
 }
 
+/** The name of one `name=value` pair of a `Cookie` header (the whole pair when it has no `=`). */
+function pairName(pair: string): string {
+  const eq = pair.indexOf('=')
+  return (eq < 0 ? pair : pair.slice(0, eq)).trim()
+}
+
+/**
+ * A `Cookie` value without the cookies named `name`, the others as they were written; undefined
+ * when none is left. A name that merely starts the same (`name_x=`) is another cookie.
+ */
+export function withoutCookie(value: string, name: string): string | undefined {
+  if (!value.includes(name)) return value
+  const rest = value
+    .split(';')
+    .filter((pair) => pairName(pair) !== name)
+    .join(';')
+    .trim()
+  return rest === '' ? undefined : rest
+}
+
 /**
  * The session id from a `Cookie` header, or undefined when there is none or it does not have the
  * shape of one (anything else is not looked up).
@@ -28,7 +48,7 @@ export function sessionIdFrom(header: string | undefined, name: string): string 
   let found: string | undefined
   for (const part of header.split(';')) {
     const eq = part.indexOf('=')
-    if (eq < 0 || part.slice(0, eq).trim() !== name) continue
+    if (eq < 0 || pairName(part) !== name) continue
     // Two cookies of the name (one set by a sibling subdomain for a non-__Host- name): neither is trusted.
     if (found !== undefined) return undefined
     found = part.slice(eq + 1).trim()

@@ -1,16 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { outboundRequestHeaders, withoutCookie } from '../../src/proxy/headers.ts'
-
-test('withoutCookie takes out the named cookie and keeps the others as written', () => {
-  assert.equal(withoutCookie('a=1; sid=x; b=2', 'sid'), 'a=1; b=2')
-  assert.equal(withoutCookie('sid=x; b=2', 'sid'), 'b=2')
-  assert.equal(withoutCookie('a=1;sid=x', 'sid'), 'a=1')
-  assert.equal(withoutCookie('sid=x', 'sid'), undefined)
-  assert.equal(withoutCookie('sid=x; sid=y', 'sid'), undefined, 'every cookie of the name')
-  assert.equal(withoutCookie('sid_other=1; a=sid', 'sid'), 'sid_other=1; a=sid', 'a name that only starts the same')
-  assert.equal(withoutCookie('a=1;  b=2', 'sid'), 'a=1;  b=2', 'untouched when the name is absent')
-})
+import { outboundRequestHeaders } from '../../src/proxy/headers.ts'
 
 test('the session cookie is not sent on; other cookies and headers are', () => {
   const raw = [

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
-import { clearedCookie, sessionCookie, sessionIdFrom } from '../../src/sessions/cookie.ts'
+import { describe, it, test } from 'node:test'
+import { clearedCookie, sessionCookie, sessionIdFrom, withoutCookie } from '../../src/sessions/cookie.ts'
 import { newSessionId } from '../../src/sessions/crypto.ts'
 
 const settings = { name: '__Host-authgate-session', secure: true }
@@ -41,4 +41,14 @@ describe('the session cookie', () => {
     const header = `__Host-authgate-session=${newSessionId()}; __Host-authgate-session=${newSessionId()}`
     assert.equal(sessionIdFrom(header, settings.name), undefined)
   })
+})
+
+test('withoutCookie takes out the named cookie and keeps the others as written', () => {
+  assert.equal(withoutCookie('a=1; sid=x; b=2', 'sid'), 'a=1; b=2')
+  assert.equal(withoutCookie('sid=x; b=2', 'sid'), 'b=2')
+  assert.equal(withoutCookie('a=1;sid=x', 'sid'), 'a=1')
+  assert.equal(withoutCookie('sid=x', 'sid'), undefined)
+  assert.equal(withoutCookie('sid=x; sid=y', 'sid'), undefined, 'every cookie of the name')
+  assert.equal(withoutCookie('sid_other=1; a=sid', 'sid'), 'sid_other=1; a=sid', 'a name that only starts the same')
+  assert.equal(withoutCookie('a=1;  b=2', 'sid'), 'a=1;  b=2', 'untouched when the name is absent')
 })
