@@ -52,9 +52,10 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
     const q = url.indexOf('?')
     const candidates = byPath.get(q === -1 ? url : url.slice(0, q))
     const route = candidates?.find((r) => r.method === req.method)
+    if (route === undefined) return fastify(req, res)
     const address = req.socket.remoteAddress
     // Without Host (HTTP/1.1), Fastify's hook answers 400: left to it, as is a closed socket.
-    if (route === undefined || address === undefined || req.headers.host === undefined) return fastify(req, res)
+    if (address === undefined || req.headers.host === undefined) return fastify(req, res)
     const startedAt = performance.now()
     const ip = unmapIPv4(address)
     const refusal = route.decide(req, ip)
@@ -62,6 +63,9 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
     const id = options.requestId(req)
     const headers = [options.requestIdHeader, id]
     for (const h of refusal.headers) headers.push(h)
+    // The body is read and dropped, as Node.js would once the answer is finished, without its
+    // listener bookkeeping: the connection stays usable for the client's next request.
+    req.resume()
     res.writeHead(429, headers)
     res.end(refusal.body)
     options.onRefused({ req, route, id, ip, startedAt, refusal })

@@ -1,5 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net'
-import { unmapIPv4 } from '../core/ip.ts'
+import { isIPv4Address, unmapIPv4 } from '../core/ip.ts'
 
 /**
  * The part of a client address that names one client for rate limiting.
@@ -10,7 +10,7 @@ import { unmapIPv4 } from '../core/ip.ts'
  */
 export function clientKey(ip: string, prefixLength: number): string {
   // The common case, a plain IPv4 address, is its own key (no copy, no lower-casing, no parsing).
-  if (ip.indexOf(':') === -1 && ip.indexOf('%') === -1 && isIPv4(ip)) return ip
+  if (isIPv4Address(ip)) return ip
   const address = unmapIPv4(ip.split('%')[0]!.toLowerCase()) // zone ids (fe80::1%eth0) name an interface, not a host
   if (isIPv4(address)) return address
   if (!isIPv6(address)) return address

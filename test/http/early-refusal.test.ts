@@ -221,6 +221,37 @@ describe('the early refusal', () => {
     assert.deepEqual(statuses.early, statuses.hooked)
   })
 
+  it('reads past a refused request’s body, so the connection serves the next request', async () => {
+    // The client is over its limit: a request whose 1 MiB body is still arriving after the 429,
+    // then another on the same connection. Both are answered, in order, as through the hook.
+    const body = '{"email":"a@example.com","password":"' + 'x'.repeat(2 ** 20) + '"}'
+    for (const name of ['early', 'hooked'] as const) {
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = connect(apps[name].port, '127.0.0.1', () => {
+          socket.write(
+            `POST ${TOKEN} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`,
+          )
+          socket.write(body.slice(0, 1000))
+          setImmediate(() => {
+            socket.write(body.slice(1000))
+            socket.write(
+              `POST ${TOKEN} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`,
+            )
+          })
+        })
+        let text = ''
+        socket.on('data', (c: Buffer) => (text += c.toString()))
+        socket.on('end', () => resolve(text))
+        socket.on('error', reject)
+      })
+      assert.deepEqual(
+        [...text.matchAll(/HTTP\/1\.1 (\d+) /g)].map((m) => m[1]),
+        ['429', '429'],
+        name,
+      )
+    }
+  })
+
   it('leaves what it cannot answer exactly to Fastify: another route, another method, no Host', async () => {
     // The same client, over its limit on POST /token: GET /settings is not limited.
     const settings = await new Promise<number>((resolve, reject) => {
