@@ -9,6 +9,39 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 
 /**
+ * Starts the service entry with these Node.js flags and backend, and waits for its ready line.
+ * `stop` ends it with SIGTERM, checks it exited cleanly and gives everything it wrote to stdout.
+ */
+async function startEntry(
+  nodeArgs: string[],
+  backendUrl: string,
+): Promise<{ address: string; stop: () => Promise<string> }> {
+  const child = spawn(process.execPath, nodeArgs, {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', AUTHGATE_BACKEND_URL: backendUrl },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const exited = new Promise<number | null>((r) => child.on('exit', r))
+  let out = ''
+  child.stdout.on('data', (c) => (out += c))
+  const address = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', () => {
+      const ready = out.split('\n').find((line) => line.includes('"msg":"authgate ready"'))
+      const url = ready && /"address":"([^"]+)"/.exec(ready)?.[1]
+      if (url) resolve(url)
+    })
+    void exited.then((code) => reject(new Error(`exited ${code} before it was ready:\n${out}`)))
+  })
+  return {
+    address,
+    async stop() {
+      child.kill('SIGTERM')
+      assert.equal(await exited, 0)
+      return out
+    },
+  }
+}
+
+/**
  * The young generation's largest physical size while the service at `entry` starts and until it
  * stops, no client having connected: read by a module preloaded with `--import`, which only watches.
  */
@@ -25,19 +58,8 @@ async function youngGenerationAtStartMb(entry: string): Promise<number> {
      setInterval(look, 5).unref()
      process.on('exit', () => { look(); writeFileSync(${JSON.stringify(out)}, String(most / 2 ** 20)) })`,
   )
-  const child = spawn(process.execPath, ['--import', probe, entry], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', AUTHGATE_BACKEND_URL: 'http://127.0.0.1:9' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  const exited = new Promise<number | null>((r) => child.on('exit', r))
-  let log = ''
-  child.stdout.on('data', (c) => (log += c))
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', () => log.includes('"msg":"authgate ready"') && resolve())
-    void exited.then((code) => reject(new Error(`exited ${code} before it was ready:\n${log}`)))
-  })
-  child.kill('SIGTERM')
-  assert.equal(await exited, 0)
+  const service = await startEntry(['--import', probe, entry], 'http://127.0.0.1:9')
+  await service.stop()
   return Number(readFileSync(out, 'utf8'))
 }
 
@@ -59,33 +81,16 @@ test("undici's WebAssembly parser is not recompiled by the optimizing compiler f
   backend.listen(0, '127.0.0.1')
   await once(backend, 'listening')
   t.after(() => backend.close())
-  const child = spawn(process.execPath, ['--trace-wasm-compilation-times', 'src/main.ts'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      AUTHGATE_BACKEND_URL: `http://127.0.0.1:${(backend.address() as AddressInfo).port}`,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  const exited = new Promise<number | null>((r) => child.on('exit', r))
-  let out = ''
-  child.stdout.on('data', (c) => (out += c))
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', () => {
-      const ready = out.split('\n').find((line) => line.includes('"msg":"authgate ready"'))
-      const address = ready && /"address":"([^"]+)"/.exec(ready)?.[1]
-      if (address) resolve(address)
-    })
-    void exited.then((code) => reject(new Error(`exited ${code} before it was ready:\n${out}`)))
-  })
+  const service = await startEntry(
+    ['--trace-wasm-compilation-times', 'src/main.ts'],
+    `http://127.0.0.1:${(backend.address() as AddressInfo).port}`,
+  )
   for (let i = 0; i < 30; i++) {
-    const res = await fetch(`${url}/auth/settings`)
+    const res = await fetch(`${service.address}/auth/settings`)
     assert.equal(res.status, 200)
     await res.arrayBuffer()
   }
-  child.kill('SIGTERM')
-  assert.equal(await exited, 0)
+  const out = await service.stop()
   // Each trace line names the function as <module>#<index>. The first module is Node.js's type
   // stripper (also WebAssembly, compiled before the entry runs, so with V8's default budget); the
   // other is undici's parser: its functions compiled by the baseline compiler (so it ran), none by

@@ -1,5 +1,3 @@
-import { isIPv4 } from 'node:net'
-
 /**
  * `::ffff:203.0.113.7` → `203.0.113.7`: what a dual-stack socket reports for an IPv4 client, so
  * that one client is one address for rate limits, trusted-proxy checks and Supabase Auth.
@@ -11,7 +9,7 @@ export function unmapIPv4(address: string): string {
     address.length > 7 &&
     address.charCodeAt(0) === 0x3a &&
     address.slice(0, 7).toLowerCase() === '::ffff:' &&
-    isIPv4(address.slice(7))
+    isIPv4Address(address.slice(7))
   )
     return address.slice(7)
   return address

@@ -1,4 +1,4 @@
-import { isIPv4, isIPv6 } from 'node:net'
+import { isIPv6 } from 'node:net'
 import { isIPv4Address, unmapIPv4 } from '../core/ip.ts'
 
 /**
@@ -12,7 +12,7 @@ export function clientKey(ip: string, prefixLength: number): string {
   // The common case, a plain IPv4 address, is its own key (no copy, no lower-casing, no parsing).
   if (isIPv4Address(ip)) return ip
   const address = unmapIPv4(ip.split('%')[0]!.toLowerCase()) // zone ids (fe80::1%eth0) name an interface, not a host
-  if (isIPv4(address)) return address
+  if (isIPv4Address(address)) return address
   if (!isIPv6(address)) return address
   const groups = expandIPv6(address)
   if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
