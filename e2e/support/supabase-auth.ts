@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { generateJwtSecret, generateSigningJwk, signServiceRoleJwt } from './jwt.ts'
 import type { SigningJwk } from './jwt.ts'
 import { authDatabaseUrl, dropDatabase, postgresUnavailableReason, prepareAuthDatabase } from './postgres.ts'
-import { findSupabaseAuthBinary } from './supabase-auth-binary.ts'
+import { findSupabaseAuthBinary } from '../../scripts/supabase-auth/binary.ts'
 import { supabaseAuthEnv } from './supabase-auth-env.ts'
 
 export { signServiceRoleJwt } from './jwt.ts'

@@ -1,102 +1,166 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import type { Server } from 'node:http'
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { promisify } from 'node:util'
-import { gzipSync } from 'node:zlib'
-import {
-  archiveCommit,
-  checkArchive,
-  chooseSource,
-  moduleFailureAdvice,
-  SIBLING_ARCHIVE,
-  SOURCE_ENV,
-} from '../../scripts/backend-build.ts'
-import { SUPABASE_AUTH_COMMIT } from '../../e2e/support/supabase-auth-binary.ts'
+import { chooseSource, SOURCE_ENV, UPSTREAM_ARCHIVE, usableGo } from '../../scripts/backend-build.ts'
+import { findGo, SUPABASE_AUTH_COMMIT } from '../../scripts/supabase-auth/binary.ts'
+import { atLeast, buildFromArchive, goVersion, treeDigest } from '../../scripts/supabase-auth/build.ts'
 
 const execFileAsync = promisify(execFile)
 
 describe('backend:build source choice', () => {
-  it('takes AUTHGATE_SUPABASE_AUTH_SRC first, resolved against the working directory', () => {
-    assert.deepEqual(chooseSource({ [SOURCE_ENV]: 'archives/auth.tar.gz' }, true), {
-      kind: 'archive',
-      path: resolve('archives/auth.tar.gz'),
-      from: SOURCE_ENV,
-    })
+  it("downloads the upstream's archive of the pinned commit unless told otherwise", () => {
+    assert.equal(chooseSource({}), UPSTREAM_ARCHIVE)
+    assert.equal(chooseSource({ [SOURCE_ENV]: '' }), UPSTREAM_ARCHIVE)
+    assert.equal(UPSTREAM_ARCHIVE, `https://github.com/supabase/auth/archive/${SUPABASE_AUTH_COMMIT}.tar.gz`)
   })
 
-  it('falls back to the archive beside the clone, then to the Go module', () => {
-    const sibling = chooseSource({ [SOURCE_ENV]: '' }, true)
-    assert.equal(sibling.kind, 'archive')
-    assert.equal(sibling.kind === 'archive' && sibling.path, SIBLING_ARCHIVE)
-    assert.deepEqual(chooseSource({}, false), { kind: 'module' })
+  it('takes AUTHGATE_SUPABASE_AUTH_SRC as a URL, or a file resolved against the working directory', () => {
+    assert.equal(
+      chooseSource({ [SOURCE_ENV]: 'https://mirror.example/auth.tar.gz' }),
+      'https://mirror.example/auth.tar.gz',
+    )
+    assert.equal(chooseSource({ [SOURCE_ENV]: 'archives/auth.tar.gz' }), resolve('archives/auth.tar.gz'))
   })
 })
 
-describe('backend:build archive check', () => {
+describe('Go version check', () => {
+  it('reads go version output and compares versions', () => {
+    assert.deepEqual(goVersion('go version go1.26.8 linux/amd64'), [1, 26, 8])
+    assert.deepEqual(goVersion('go version go1.27 linux/amd64'), [1, 27, 0])
+    assert.equal(goVersion('not go'), undefined)
+    assert.equal(atLeast([1, 26, 8], '1.26.6'), true)
+    assert.equal(atLeast([1, 26, 6], '1.26.6'), true)
+    assert.equal(atLeast([1, 26, 5], '1.26.6'), false)
+    assert.equal(atLeast([1, 25, 9], '1.26.6'), false)
+    assert.equal(atLeast([2, 0, 0], '1.26.6'), true)
+  })
+
+  it('says how to get Go when there is none', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'authgate-nogo-'))
+    try {
+      // An empty PATH; the fallback location may still hold one on this machine.
+      const found = await findGo({ PATH: dir })
+      if (found === undefined)
+        await assert.rejects(usableGo({ PATH: dir }), /Go is not installed .*AUTHGATE_SUPABASE_AUTH_BIN/)
+      else assert.match(await usableGo({ PATH: dir }), /go$/)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+// The download, check and build path of npm run backend:build, run for real on a small Go program
+// of this test's own, packed the way GitHub packs an archive (one top-level folder) and served
+// from a local HTTP server.
+const go = await findGo()
+const noGo = go === undefined ? 'needs Go (apt-get install golang, or https://go.dev/dl/)' : false
+
+describe('building from a source archive', { skip: noGo }, () => {
   let dir: string
+  let server: Server
+  let base: string
+  let digest: string
+  const served = new Map<string, Buffer>()
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'authgate-archive-'))
+    dir = await mkdtemp(join(tmpdir(), 'authgate-build-'))
+    const src = join(dir, 'tiny-0123abc')
+    await mkdir(join(src, 'cmd'), { recursive: true })
+    await writeFile(join(src, 'go.mod'), 'module example.com/tiny\n\ngo 1.19\n')
+    await writeFile(
+      join(src, 'main.go'),
+      'package main\n\nimport (\n\t"fmt"\n\t"os"\n)\n\nvar Version = "unset"\n\n' +
+        'func main() {\n\tif len(os.Args) > 1 && os.Args[1] == "version" {\n\t\tfmt.Println(Version)\n\t}\n}\n',
+    )
+    await writeFile(join(src, 'cmd', 'README'), 'a nested file\n')
+    digest = await treeDigest(src)
+    await execFileAsync('tar', ['czf', join(dir, 'good.tar.gz'), '-C', dir, 'tiny-0123abc'])
+    served.set('/good.tar.gz', await readFile(join(dir, 'good.tar.gz')))
+    await writeFile(join(src, 'cmd', 'README'), 'a nested file, changed\n')
+    await execFileAsync('tar', ['czf', join(dir, 'tampered.tar.gz'), '-C', dir, 'tiny-0123abc'])
+    served.set('/tampered.tar.gz', await readFile(join(dir, 'tampered.tar.gz')))
+    served.set('/not-an-archive.tar.gz', Buffer.from('<html>not found</html>'))
+
+    server = createServer((req, res) => {
+      // GitHub answers an archive with a redirect to its download host: so does this server.
+      if (req.url === '/archive/good.tar.gz') return void res.writeHead(302, { location: '/good.tar.gz' }).end()
+      const body = served.get(req.url ?? '')
+      if (body === undefined) return void res.writeHead(404).end('not found')
+      res.writeHead(200, { 'content-type': 'application/gzip', 'content-length': body.length }).end(body)
+    })
+    await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready))
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   })
   after(async () => {
+    server?.close()
     await rm(dir, { recursive: true, force: true })
   })
 
-  it('reads the commit git archive records, and refuses an archive of another commit', async () => {
-    // This repository's own HEAD stands in for an archive of another commit.
-    const { stdout } = await execFileAsync('git', ['rev-parse', 'HEAD'])
-    const head = stdout.trim()
-    const archive = join(dir, 'other.tar.gz')
-    await execFileAsync('git', [
-      'archive',
-      '--format=tar.gz',
-      '--prefix=authgate/',
-      '-o',
-      archive,
-      'HEAD',
-      'package.json',
+  const options = (source: string, out: string) => ({
+    source,
+    digest,
+    dir: out,
+    binaryName: 'tiny',
+    go: go!,
+    buildFlags: ['-ldflags', '-X main.Version=v9.9.9-test'],
+  })
+
+  it('downloads, verifies and builds, keeping the verified source beside the binary', async () => {
+    const out = join(dir, 'out-good')
+    const lines: string[] = []
+    const binary = await buildFromArchive({ ...options(`${base}/archive/good.tar.gz`, out), log: (l) => lines.push(l) })
+    assert.equal(binary, join(out, 'tiny'))
+    const { stdout } = await execFileAsync(binary, ['version'])
+    assert.equal(stdout.trim(), 'v9.9.9-test')
+    assert.equal(await treeDigest(join(out, 'src')), digest)
+    assert.ok(
+      lines.some((l) => l.startsWith('downloaded ')),
+      lines.join('\n'),
+    )
+    assert.ok(
+      lines.some((l) => l.startsWith('source verified')),
+      lines.join('\n'),
+    )
+    assert.deepEqual((await readFile(join(out, '.source'), 'utf8')).split('\n').slice(0, 2), [
+      `${base}/archive/good.tar.gz`,
+      digest,
     ])
-    assert.equal(await archiveCommit(archive), head)
-    await assert.rejects(checkArchive(archive), new RegExp(`holds commit ${head}, not ${SUPABASE_AUTH_COMMIT}`))
   })
 
-  it('accepts an archive that records no commit', async () => {
-    const archive = join(dir, 'plain.tar.gz')
-    await execFileAsync('tar', ['czf', archive, '-C', process.cwd(), 'package.json'])
-    assert.equal(await archiveCommit(archive), undefined)
-    assert.equal(await checkArchive(archive), undefined)
+  it('builds from a file as from a URL', async () => {
+    const out = join(dir, 'out-file')
+    await buildFromArchive(options(join(dir, 'good.tar.gz'), out))
+    assert.ok((await stat(join(out, 'tiny'))).isFile())
   })
 
-  it('refuses a missing file and one that is not gzip', async () => {
-    await assert.rejects(checkArchive(join(dir, 'absent.tar.gz')), /does not exist \(AUTHGATE_SUPABASE_AUTH_SRC/)
-    const notGzip = join(dir, 'not-gzip.tar.gz')
-    await writeFile(notGzip, 'plain text, not an archive')
-    await assert.rejects(checkArchive(notGzip), /is not a gzip-compressed tar archive/)
-    const shortGzip = join(dir, 'short.tar.gz')
-    await writeFile(shortGzip, gzipSync(Buffer.from('short')))
-    assert.equal(await checkArchive(shortGzip), undefined)
-  })
-})
-
-describe('backend:build module failure', () => {
-  const refused =
-    'github.com/supabase/auth@bc32168e13fd: invalid version: reading https://proxy.golang.org/github.com/supabase/auth/@v/bc32168e13fd.info: 403 Forbidden'
-
-  it('names the refusing proxy and both ways out', () => {
-    const advice = moduleFailureAdvice(refused, { GOPROXY: 'https://goproxy.example' })
-    assert.match(advice, /403 Forbidden/)
-    assert.match(advice, /Your Go module proxy \(https:\/\/goproxy\.example\) does not serve that commit/)
-    assert.match(advice, new RegExp(`archive/${SUPABASE_AUTH_COMMIT}\\.tar\\.gz`))
-    assert.match(advice, /AUTHGATE_SUPABASE_AUTH_SRC=\S+ npm run backend:build/)
-    assert.match(advice, /GOPRIVATE=github\.com\/supabase\/auth npm run backend:build/)
+  it('refuses an archive whose files differ from the pinned digest, and keeps the earlier build', async () => {
+    const out = join(dir, 'out-kept')
+    const first = await buildFromArchive(options(`${base}/good.tar.gz`, out))
+    const before = await readFile(first)
+    await assert.rejects(
+      buildFromArchive(options(`${base}/tampered.tar.gz`, out)),
+      new RegExp(`does not hold the pinned source: its files' digest is sha256:[0-9a-f]{64}, expected ${digest}`),
+    )
+    assert.deepEqual(await readFile(first), before)
+    assert.equal(await treeDigest(join(out, 'src')), digest)
   })
 
-  it('does not blame the proxy for a network failure', () => {
-    const advice = moduleFailureAdvice('dial tcp: lookup proxy.golang.org: no such host', {})
-    assert.doesNotMatch(advice, /does not serve/)
-    assert.match(advice, /Check your network/)
+  it('says what went wrong with a missing archive or one that is not an archive', async () => {
+    await assert.rejects(buildFromArchive(options(`${base}/absent.tar.gz`, join(dir, 'x'))), /HTTP 404/)
+    await assert.rejects(
+      buildFromArchive(options(`${base}/not-an-archive.tar.gz`, join(dir, 'y'))),
+      /is not a gzip-compressed tar archive/,
+    )
+    await assert.rejects(
+      buildFromArchive(options('http://127.0.0.1:1/none.tar.gz', join(dir, 'z'))),
+      /could not download/,
+    )
   })
 })

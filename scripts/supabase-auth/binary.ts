@@ -1,26 +1,38 @@
 import { constants } from 'node:fs'
 import { access } from 'node:fs/promises'
-import { delimiter, dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { homedir } from 'node:os'
+import { delimiter, join } from 'node:path'
 
-/** Environment variable naming the Supabase Auth server binary to run. */
+/** Environment variable naming the Supabase Auth server binary to run (`none`: run none). */
 export const BINARY_ENV = 'AUTHGATE_SUPABASE_AUTH_BIN'
+/** Environment variable naming a Supabase Auth source tree, for the tests that compare with it. */
+export const SOURCE_DIR_ENV = 'AUTHGATE_SUPABASE_AUTH_SOURCE_DIR'
 
 /** The Supabase Auth commit the suite is written against and `npm run backend:build` builds. */
-export const SUPABASE_AUTH_COMMIT = 'bc32168e13fd'
-export const SUPABASE_AUTH_MODULE = 'github.com/supabase/auth'
+export const SUPABASE_AUTH_COMMIT = 'bc32168e13fdc928c98b449fc76bc3fdb9a293c5'
+export const SUPABASE_AUTH_SHORT = SUPABASE_AUTH_COMMIT.slice(0, 12)
+export const SUPABASE_AUTH_VERSION = `v2.196.0-${SUPABASE_AUTH_SHORT}`
 /** The `go` line of that commit's go.mod: the oldest Go that builds it without fetching a toolchain. */
 export const SUPABASE_AUTH_GO_VERSION = '1.26.6'
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+/**
+ * Every skip for want of Supabase Auth starts with these words, so that a CI run can tell them from
+ * skips for want of anything else (Redis, PostgreSQL, Chromium), which it refuses.
+ */
+export const ABSENCE = 'needs Supabase Auth'
 
 /**
- * Where `npm run backend:build` (and CI, through the source snapshot's own build script given the
- * same directory) puts the server: `<dir>/bin/supabase-auth`, plus a `.built-<commit>` stamp once
- * the build finished.
+ * Where `npm run backend:build` keeps its build: the user's cache, not the clone, so that every
+ * clone on the machine (CI's fresh ones included) finds a server built once.
  */
-export const BUILD_DIR = join(repoRoot, '.cache', 'supabase-auth')
-export const BUILT_BINARY = join(BUILD_DIR, 'bin', 'supabase-auth')
+export function buildDir(env: NodeJS.ProcessEnv = process.env): string {
+  const cache =
+    env.XDG_CACHE_HOME !== undefined && env.XDG_CACHE_HOME !== '' ? env.XDG_CACHE_HOME : join(homedir(), '.cache')
+  return join(cache, 'authgate', `supabase-auth-${SUPABASE_AUTH_SHORT}`)
+}
+export const builtBinary = (env: NodeJS.ProcessEnv = process.env): string => join(buildDir(env), 'supabase-auth')
+/** The verified upstream source the build was made from, kept beside the binary. */
+export const builtSource = (env: NodeJS.ProcessEnv = process.env): string => join(buildDir(env), 'src')
 
 /** Names an installed Supabase Auth server may have on PATH (the bare `auth` is too generic to trust). */
 const NAMES_ON_PATH = ['supabase-auth', 'gotrue']
@@ -61,27 +73,30 @@ export async function findGo(env: NodeJS.ProcessEnv = process.env): Promise<stri
 export type BinaryLookup = { path: string } | { reason: string }
 
 export interface BinaryLookupOptions {
-  /** What `npm run backend:build` produces (default BUILT_BINARY). */
+  /** What `npm run backend:build` produces (default builtBinary(env)). */
   builtBinary?: string
   /** How Go is found, for the advice when no binary is (default findGo). */
   findGo?: (env: NodeJS.ProcessEnv) => Promise<string | undefined>
 }
 
 /**
- * The Supabase Auth server to run: AUTHGATE_SUPABASE_AUTH_BIN when set (and then nothing else),
- * else what `npm run backend:build` built, else `supabase-auth` or `gotrue` on PATH. When there is
- * none, the reason says how to get one, including installing Go when it is missing too.
+ * The Supabase Auth server to run: AUTHGATE_SUPABASE_AUTH_BIN when set (and then nothing else;
+ * `none` runs none), else what `npm run backend:build` built, else `supabase-auth` or `gotrue` on
+ * PATH. When there is none, the reason starts with ABSENCE and says how to get one.
  */
 export async function findSupabaseAuthBinary(
   env: NodeJS.ProcessEnv = process.env,
   options: BinaryLookupOptions = {},
 ): Promise<BinaryLookup> {
   const configured = env[BINARY_ENV]
+  if (configured === 'none') return { reason: `${ABSENCE}: ${BINARY_ENV}=none` }
   if (configured !== undefined && configured !== '') {
     if (await isExecutable(configured)) return { path: configured }
-    return { reason: `${BINARY_ENV}=${configured} is not an executable file (unset it to use npm run backend:build's)` }
+    return {
+      reason: `${ABSENCE}: ${BINARY_ENV}=${configured} is not an executable file (unset it to use npm run backend:build's)`,
+    }
   }
-  const built = options.builtBinary ?? BUILT_BINARY
+  const built = options.builtBinary ?? builtBinary(env)
   if (await isExecutable(built)) return { path: built }
   const onPath = await findOnPath(NAMES_ON_PATH, env)
   if (onPath !== undefined) return { path: onPath }
@@ -93,7 +108,7 @@ export async function findSupabaseAuthBinary(
       : 'run npm run backend:build'
   return {
     reason:
-      `no Supabase Auth server binary (looked at ${BINARY_ENV}, ${built}, ` +
+      `${ABSENCE}: no server binary (looked at ${BINARY_ENV}, ${built}, ` +
       `${NAMES_ON_PATH.join(' and ')} on PATH); ${build}`,
   }
 }

@@ -3,7 +3,8 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { BINARY_ENV, findGo, findSupabaseAuthBinary } from '../../e2e/support/supabase-auth-binary.ts'
+import { homedir } from 'node:os'
+import { ABSENCE, BINARY_ENV, buildDir, findGo, findSupabaseAuthBinary } from '../../../scripts/supabase-auth/binary.ts'
 
 async function executable(path: string): Promise<string> {
   await writeFile(path, '#!/bin/sh\n')
@@ -49,6 +50,16 @@ describe('Supabase Auth binary lookup', () => {
     assert.match(found.reason, new RegExp(`${BINARY_ENV}=${bad} is not an executable file`))
   })
 
+  it('runs none when AUTHGATE_SUPABASE_AUTH_BIN=none, whatever is installed', async () => {
+    const found = await findSupabaseAuthBinary({ [BINARY_ENV]: 'none', PATH: pathDir }, { builtBinary: built })
+    assert.deepEqual(found, { reason: `${ABSENCE}: ${BINARY_ENV}=none` })
+  })
+
+  it("keeps the build in the user's cache, shared by every clone", () => {
+    assert.equal(buildDir({ XDG_CACHE_HOME: '/var/cache/u' }), '/var/cache/u/authgate/supabase-auth-bc32168e13fd')
+    assert.equal(buildDir({}), join(homedir(), '.cache', 'authgate', 'supabase-auth-bc32168e13fd'))
+  })
+
   it('finds what npm run backend:build built before anything on PATH', async () => {
     assert.deepEqual(await findSupabaseAuthBinary({ PATH: pathDir }, { builtBinary: built }), { path: built })
   })
@@ -61,7 +72,7 @@ describe('Supabase Auth binary lookup', () => {
   it('says to run npm run backend:build when Go is there', async () => {
     const found = await findSupabaseAuthBinary({ PATH: dir }, { builtBinary: noBuild(), findGo: withGo })
     assert.ok('reason' in found)
-    assert.match(found.reason, /^no Supabase Auth server binary/)
+    assert.match(found.reason, /^needs Supabase Auth: no server binary/)
     assert.match(found.reason, /run npm run backend:build$/)
     assert.doesNotMatch(found.reason, /Go is not installed/)
   })
