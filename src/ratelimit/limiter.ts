@@ -347,8 +347,11 @@ export function createRateLimiter(
 
   function earlyDeciderFor(method: string, template: string): EarlyDecider | undefined {
     const policy = config.routes.get(routeKey(method, template))
+    // A store in the process decides every request here; a shared one answers only the refusals
+    // it already knows, and the rest go on to the hook and its round trip.
     const takeSync = store.takeSync?.bind(store)
-    if (!policy || !takeSync) return undefined
+    const cachedDenial = store.cachedDenial?.bind(store)
+    if (!policy || (!takeSync && !cachedDenial)) return undefined
     const bucket = bucketName(template) + '|'
     const policyValue = policyHeader(policy)
     const prefixLength = config.ipv6PrefixLength
@@ -365,7 +368,9 @@ export function createRateLimiter(
     const fixedLegacy = fixed(false)
     const fixedCurrent = fixed(true)
     return (req, ip) => {
-      const decision = takeSync(bucket + clientKey(ip, prefixLength), policy)
+      const key = bucket + clientKey(ip, prefixLength)
+      const decision = takeSync ? takeSync(key, policy) : cachedDenial!(key)
+      if (decision === undefined) return undefined
       if (decision.allowed) {
         ;(req as WithDecision)[kDecision] = decision
         return undefined

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import type { Cluster, Redis } from 'ioredis'
 import type { RedisSettings } from './config.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
+import { DenyCache } from './deny-cache.ts'
 import { GCRA_SCRIPT, GCRA_SCRIPT_SHA } from './redis-script.ts'
 import { parseRedisUrl } from './redis-url.ts'
 import type { Decision, RateLimitStore, StoreStatus } from './store.ts'
@@ -96,6 +97,8 @@ export function createRedisClient(settings: RedisSettings, connectionName = 'aut
 export interface RedisStoreOptions {
   /** Called for connection-level errors (ioredis 'error' events); decisions reject separately. */
   onConnectionError?: (err: Error) => void
+  /** Where refusals are remembered between round trips (a fresh one by default; tests give a clock). */
+  denyCache?: DenyCache
 }
 
 /**
@@ -131,11 +134,13 @@ export class RedisStore implements RateLimitStore {
   readonly client: Redis | Cluster
   readonly #keyPrefix: string
   readonly #timeoutMs: number
+  readonly #denials: DenyCache
   #closing = false
 
   constructor(settings: RedisSettings, options: RedisStoreOptions = {}) {
     this.#keyPrefix = settings.keyPrefix
     this.#timeoutMs = settings.timeoutMs
+    this.#denials = options.denyCache ?? new DenyCache()
     this.client = createRedisClient(settings)
     // ioredis ends a client for good in a few races (a reconnect cut short by a failover); a
     // limiter must never stay off until a restart, so an end it did not ask for starts over.
@@ -175,12 +180,20 @@ export class RedisStore implements RateLimitStore {
     }
   }
 
+  cachedDenial(key: string): Decision | undefined {
+    return this.#denials.get(key)
+  }
+
   take(key: string, policy: RateLimitPolicy): Promise<Decision> {
+    const known = this.#denials.get(key)
+    if (known !== undefined) return Promise.resolve(known)
+    const askedAt = this.#denials.now()
     return new Promise<Decision>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('rate-limit store: no decision in time')), this.#timeoutMs)
       this.#take(key, policy).then(
         (d) => {
           clearTimeout(timer)
+          this.#denials.remember(key, d, askedAt)
           resolve(d)
         },
         (err: unknown) => {

@@ -25,6 +25,11 @@ export interface RateLimitStore {
    */
   takeSync?(key: string, policy: RateLimitPolicy): Decision
   /**
+   * A refusal the store already knows without asking its backend (a shared store's refusals are
+   * remembered locally until the time they gave); undefined when only `take` can tell.
+   */
+  cachedDenial?(key: string): Decision | undefined
+  /**
    * Whether the store can decide right now, for readiness and metrics; absent for stores that
    * cannot become unavailable (memory).
    */

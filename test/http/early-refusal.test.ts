@@ -10,6 +10,7 @@ import { createRateLimiter } from '../../src/ratelimit/index.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
 import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
 import { logCapture } from '../support/log-capture.ts'
+import { SHARED_REDIS_URL, sharedRedisSkipReason, uniquePrefix } from '../ratelimit/support/redis.ts'
 
 interface Answer {
   status: number
@@ -336,5 +337,50 @@ describe('the early refusal: where it stays out', () => {
     // Nothing to refuse early: the server is left as it is.
     installEarlyRefusal(server, { routes: [], requestIdHeader: 'x', requestId: () => 'id', onRefused: () => {} })
     assert.equal(server.listeners('request').length, 2)
+  })
+})
+
+describe('the early refusal with a shared Redis store', { skip: await sharedRedisSkipReason() }, () => {
+  let backend: FakeBackend
+  let app: FastifyInstance
+  let port: number
+  let routed = 0
+
+  before(async () => {
+    backend = await startFakeBackend()
+    app = await buildApp({
+      config: { backendUrl: parseBackendUrl('test', backend.url), cacheTtlMs: 0 },
+      rateLimit: loadRateLimitSettings({
+        AUTHGATE_RATE_LIMIT: '2/5m',
+        AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=off',
+        AUTHGATE_REDIS_URL: SHARED_REDIS_URL,
+        AUTHGATE_REDIS_KEY_PREFIX: uniquePrefix('early-refusal'),
+      }),
+      logger: false,
+      refuseEarly: true,
+    })
+    app.addHook('onRequest', (request, _reply, done) => {
+      if (request.routeOptions.url === '/auth/token') routed++
+      done()
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as { port: number }).port
+  })
+  after(async () => {
+    await app?.close()
+    await backend?.close()
+  })
+
+  it('answers the refusals Redis already gave before routing, without asking Redis again', async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < 6; i++) statuses.push((await send(port, TOKEN, {}, BODY)).status)
+    assert.deepEqual(statuses, [200, 200, 429, 429, 429, 429])
+    // Two allowed and the first refusal went through the hook (one round trip each); the replica
+    // then knew the refusal and answered the other three before routing.
+    assert.equal(routed, 3)
+    const refused = await send(port, TOKEN, {}, BODY)
+    assert.equal(refused.status, 429)
+    assert.match(String(refused.headers['retry-after']), /^\d+$/)
+    assert.equal(backend.requests.length, 2)
   })
 })
