@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // The `authgate` command and `npm start`. Plain JavaScript on purpose: an older Node.js reaches the
 // version check below instead of failing on TypeScript syntax or a missing API with a stack trace.
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { MINIMUM, supported } from './node-version.js'
 
 if (!supported(process.versions.node)) {
@@ -24,7 +26,29 @@ if (process.argv[2] === 'dev') {
   process.exit(await runDev(process.argv.slice(3)))
 }
 
-// From a checkout, the TypeScript sources (Node.js runs them directly); from the npm package, the
-// compiled ones. The service runs in this process, so signals reach it directly.
+// The compiled service when it is current: Node.js's TypeScript support holds about 25 MB of a process
+// that runs the sources. From a checkout, dist/ is current when no file under src/ changed after it
+// was built (npm run build; a clone's npm ci runs it); otherwise the sources run, so an edit is never
+// masked by an old build. The npm package ships dist/ only. Either way the service runs in this
+// process, so signals reach it directly.
+const compiled = new URL('../dist/main.js', import.meta.url)
 const source = new URL('../src/main.ts', import.meta.url)
-await import(existsSync(source) ? source.href : new URL('../dist/main.js', import.meta.url).href)
+await import(
+  existsSync(source) && !builtAfter(compiled, new URL('../src/', import.meta.url)) ? source.href : compiled.href
+)
+
+/** True when `file` exists and is newer than every file under `dir`. */
+function builtAfter(file, dir) {
+  let built
+  try {
+    built = statSync(file).mtimeMs
+  } catch {
+    return false
+  }
+  const newer = (folder) =>
+    readdirSync(folder, { withFileTypes: true }).some((entry) => {
+      const path = join(folder, entry.name)
+      return entry.isDirectory() ? newer(path) : statSync(path).mtimeMs > built
+    })
+  return !newer(fileURLToPath(dir))
+}

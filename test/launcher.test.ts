@@ -78,3 +78,35 @@ test('`--version` prints the version; an unknown argument fails with the usage i
     assert.equal(out.stdout, '')
   }
 })
+
+test('the launcher runs the compiled service when it is current, else the sources', async () => {
+  const { cp, mkdir, mkdtemp, rm, utimes, writeFile } = await import('node:fs/promises')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const dir = await mkdtemp(join(tmpdir(), 'authgate-launcher-'))
+  try {
+    await cp(new URL('bin/', ROOT), join(dir, 'bin'), { recursive: true })
+    await mkdir(join(dir, 'src', 'deep'), { recursive: true })
+    await mkdir(join(dir, 'dist'))
+    await writeFile(join(dir, 'src', 'main.ts'), "process.stdout.write('sources')\n")
+    await writeFile(join(dir, 'src', 'deep', 'leaf.ts'), '')
+    await writeFile(join(dir, 'dist', 'main.js'), "process.stdout.write('compiled')\n")
+    const run = () => spawnSync(process.execPath, [join(dir, 'bin', 'authgate.js')], { encoding: 'utf8' }).stdout
+    const at = (path: string, seconds: number) => utimes(join(dir, path), seconds, seconds)
+
+    await at('src/main.ts', 1_000)
+    await at('src/deep/leaf.ts', 1_000)
+    await at('dist/main.js', 2_000)
+    assert.equal(run(), 'compiled', 'built after every source file')
+    await at('src/deep/leaf.ts', 3_000)
+    assert.equal(run(), 'sources', 'a source file changed after the build')
+    await rm(join(dir, 'dist'), { recursive: true })
+    assert.equal(run(), 'sources', 'never built')
+    await mkdir(join(dir, 'dist'))
+    await writeFile(join(dir, 'dist', 'main.js'), "process.stdout.write('compiled')\n")
+    await rm(join(dir, 'src'), { recursive: true })
+    assert.equal(run(), 'compiled', 'the npm package: no sources')
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
