@@ -63,6 +63,11 @@ export interface AuthgateOptions extends Omit<AuthgatePluginOptions, 'config'> {
    * application's own global hooks would not see those refusals. Default false.
    */
   refuseEarly?: boolean
+  /**
+   * Where the spans go when tracing is on (AUTHGATE_TRACING=otlp, or this given): an OpenTelemetry
+   * `SpanExporter` of the application's own, e.g. an in-memory one in tests. By default OTLP/HTTP.
+   */
+  tracing?: { exporter?: import('@opentelemetry/sdk-trace').SpanExporter }
 }
 
 /** What the service adds around the plugin: readiness (turned off first on shutdown) and the metrics. */
@@ -181,6 +186,15 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     connectionLimit,
   })
   forwarder.observer = metrics.observeBackend
+  if (config.tracing === 'otlp' || options.tracing?.exporter !== undefined) {
+    // Loaded on demand: the OpenTelemetry packages are only needed where traces are made.
+    const { installTracing } = await import('./observability/tracing.ts')
+    forwarder.tracer = await installTracing(app, {
+      ...(options.tracing?.exporter !== undefined ? { exporter: options.tracing.exporter } : {}),
+      trustedProxies: config.trustedProxies,
+      backendHost: backend.url.host,
+    })
+  }
   const scrape = options.clusterMetrics ? new WorkerMetrics(metrics.registry) : metrics.registry
   if (scrape instanceof WorkerMetrics) app.addHook('onClose', async () => scrape.close())
   let metricsPort: number | undefined

@@ -65,6 +65,8 @@ export interface CoreConfig {
   readinessPath: string | false
   /** Readiness is also false while Supabase Auth or Redis is down (off by default: docs/decisions.md, D24). */
   readinessFollowsDependencies: boolean
+  /** OpenTelemetry traces: off, or sent over OTLP/HTTP (src/observability/tracing.ts). */
+  tracing: 'off' | 'otlp'
   /** Longest wait for requests in flight on shutdown; defaults to the backend timeout + 5 s. */
   shutdownTimeoutMs: number
   /** Time readiness is 503 before the listener closes. */
@@ -206,6 +208,14 @@ export function parseDisabledGroups(variable: string, raw: string): OptionalGrou
   return out
 }
 
+/** `off` (the words that turn a feature off) or `otlp`. */
+function parseTracing(variable: string, raw: string): CoreConfig['tracing'] {
+  const value = raw.trim().toLowerCase()
+  if (value === 'otlp') return 'otlp'
+  if (OFF_WORDS.has(value)) return 'off'
+  throw new AuthgateConfigError(variable, `expected off or otlp, got ${JSON.stringify(raw)}`)
+}
+
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
 
 /** `*`, or a comma list of origins (`scheme://host[:port]`, nothing else). */
@@ -280,6 +290,7 @@ const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
   shutdownTimeoutMs: 'AUTHGATE_SHUTDOWN_TIMEOUT',
   shutdownDelayMs: 'AUTHGATE_SHUTDOWN_DELAY',
   readinessFollowsDependencies: 'AUTHGATE_READINESS_FOLLOWS_DEPENDENCIES',
+  tracing: 'AUTHGATE_TRACING',
 }
 
 /** What code may pass: any core option, the backend URL also as a string. */
@@ -328,6 +339,7 @@ function fromEnv(env: Env): CoreConfigInput {
   each('shutdownTimeoutMs', duration)
   each('shutdownDelayMs', durationOrZero)
   each('readinessFollowsDependencies', parseBoolean)
+  each('tracing', parseTracing)
   return out
 }
 
@@ -425,6 +437,9 @@ function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: s
     case 'readinessFollowsDependencies':
       if (typeof value !== 'boolean') fail(`must be true or false, got ${JSON.stringify(value)}`)
       out = value
+      break
+    case 'tracing':
+      out = parseTracing(name, text())
       break
     case 'host':
       out = parseHost(name, text())

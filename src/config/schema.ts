@@ -189,6 +189,13 @@ export const SETTINGS: readonly Setting[] = [
     meaning:
       '`true`: readiness is also 503 while Supabase Auth or Redis is down (every replica shares them, so an outage takes all out of rotation)',
   },
+  {
+    name: 'AUTHGATE_TRACING',
+    group: 'Observability',
+    default: 'off',
+    meaning:
+      '`otlp`: OpenTelemetry traces (a server span per request, a client span per Supabase Auth call) sent over OTLP/HTTP to `OTEL_EXPORTER_OTLP_ENDPOINT` (default http://localhost:4318), service name `OTEL_SERVICE_NAME` (default authgate)',
+  },
   // Shutdown
   {
     name: 'AUTHGATE_SHUTDOWN_TIMEOUT',

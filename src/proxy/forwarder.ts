@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { BackendSpan, BackendTracer } from '../observability/tracing.ts'
 import type { SupabaseAuthClient } from '../core/backend.ts'
 import { AuthgateError, sendError } from '../errors.ts'
 import { recordBackend, type BackendErrorKind, type BackendExchange } from '../observability/backend-timing.ts'
@@ -59,6 +60,12 @@ const UNREACHABLE = new Set([
  * The one forwarder every proxied route shares: original bytes out, the backend's status, headers
  * and body bytes back. One keep-alive pool to the backend origin.
  */
+// The client span of the request's exchange, until it ends (one exchange per request).
+const kBackendSpan = Symbol('authgate.backendSpan')
+type WithBackendSpan = FastifyRequest & { [kBackendSpan]?: BackendSpan | undefined }
+/** The client's trace context is replaced by the client span's when tracing is on. */
+const TRACE_HEADERS = ['traceparent', 'tracestate']
+
 export class Forwarder {
   readonly #backend: SupabaseAuthClient
   readonly #timeoutMs: number
@@ -78,6 +85,8 @@ export class Forwarder {
   })
   /** Set by the application (metrics); called when each exchange ends. */
   observer: ExchangeObserver | undefined
+  /** Set by the application when tracing is on: a client span per exchange. */
+  tracer: BackendTracer | undefined
 
   constructor(options: ForwarderOptions) {
     this.#backend = options.backend
@@ -95,6 +104,11 @@ export class Forwarder {
     if (error !== undefined) exchange.error = error
     recordBackend(request, exchange)
     this.observer?.(request, exchange)
+    const span = (request as WithBackendSpan)[kBackendSpan]
+    if (span !== undefined) {
+      ;(request as WithBackendSpan)[kBackendSpan] = undefined
+      span.end(status, error)
+    }
   }
 
   /** Logs a backend failure, at most once per 10 s for each kind, with the number it stands for. */
@@ -118,6 +132,13 @@ export class Forwarder {
     const cache = target.cacheable && target.rewrite === undefined ? this.#cache : undefined
     const cacheKey = cache?.keyFor(request.raw)
     if (cacheKey !== undefined && this.#answerFromCache(request, reply, cache!, cacheKey)) return Promise.resolve()
+    const path = this.#backendPath(request, target)
+    let traced: BackendSpan | undefined
+    if (this.tracer !== undefined) {
+      const q = path.indexOf('?')
+      traced = this.tracer.start(request, target.method, q === -1 ? path : path.slice(0, q))
+      ;(request as WithBackendSpan)[kBackendSpan] = traced
+    }
     return new Promise<void>((resolve) => {
       const relay = new Relay({
         request,
@@ -132,8 +153,8 @@ export class Forwarder {
       this.#backend.dispatch(
         {
           method: target.method,
-          path: this.#backendPath(request, target),
-          headers: this.#outboundHeaders(request, target),
+          path,
+          headers: this.#outboundHeaders(request, target, traced?.headers),
           body: target.body ?? null,
           headersTimeout: this.#timeoutMs,
           bodyTimeout: this.#timeoutMs,
@@ -166,18 +187,23 @@ export class Forwarder {
    * The request's headers after hygiene, with authgate's request id (never the client's own,
    * unless it came through a trusted proxy) and the configured apikey in place of the client's.
    */
-  #outboundHeaders(request: FastifyRequest, target: ForwardTarget): string[] {
+  #outboundHeaders(request: FastifyRequest, target: ForwardTarget, trace?: string[]): string[] {
     const idHeader = this.#requestIdHeader
-    const own = this.#backend.fixedHeaders
+    const own = trace === undefined ? this.#backend.fixedHeaders : [...this.#backend.fixedHeaders, ...trace]
     return outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
       clientIp: clientIp(request),
       clientIpHeader: this.#clientIpHeader,
       host: request.headers.host,
       proto: request.protocol,
       ownCookie: this.#sessionCookie,
-      replaced: target.headers
-        ? [...this.#backend.replacedHeaders, ...Object.keys(target.headers)]
-        : this.#backend.replacedHeaders,
+      replaced:
+        target.headers || trace
+          ? [
+              ...this.#backend.replacedHeaders,
+              ...(target.headers ? Object.keys(target.headers) : []),
+              ...(trace ? TRACE_HEADERS : []),
+            ]
+          : this.#backend.replacedHeaders,
       // Built per request only when it has something of the request's own to carry.
       set:
         idHeader === undefined && !target.headers

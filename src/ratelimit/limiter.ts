@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { routeKey } from '../auth/routes/id.ts'
 import { errorResponse, sendError, varyOrigin, wantsNewErrorShape } from '../errors.ts'
+import { traceEvent } from '../observability/tracing.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import { clientKey } from './client-key.ts'
 import type { RateLimitConfig } from './config.ts'
@@ -197,6 +198,7 @@ export function createRateLimiter(
 
     const deny = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => {
       denied('client', route, deniedKey)
+      traceEvent(request, 'rate_limit.denied', { limit: 'client', route })
       const current = wantsNewErrorShape(request.headers['x-supabase-api-version'])
       varyOrigin(reply)
       return reply
@@ -286,6 +288,7 @@ export function createRateLimiter(
       return false
     }
     denied(refusal.limit, refusal.route)
+    traceEvent(request, 'rate_limit.denied', { limit: refusal.limit, route: refusal.route })
     sendError(request, reply, refusal.code, refusal.message, {
       'RateLimit-Policy': policyHeader(policy),
       RateLimit: rateLimitHeader(policy, decision),

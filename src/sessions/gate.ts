@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AuthRoute } from '../auth/routes/index.ts'
 import { AuthgateError, sendError } from '../errors.ts'
+import { traceEvent } from '../observability/tracing.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import type { AnswerRewrite, HeldAnswer } from '../proxy/relay.ts'
 import { splitSessionAnswer, splitSessionRedirect } from './answer.ts'
@@ -60,6 +61,7 @@ export class SessionGate {
       const reason = crossSiteReason(request, this.sessions.config.allowedOrigins)
       if (reason !== undefined) {
         request.log.warn({ origin: request.headers.origin, reason }, 'cookie session: cross-site request refused')
+        traceEvent(request, 'session.cross_site_refused', { reason })
         return { answered: sendError(request, reply, 'cross_site_request', `Forbidden: ${reason}`) }
       }
     }
@@ -72,9 +74,11 @@ export class SessionGate {
       throw err
     }
     if (session === undefined) {
+      traceEvent(request, 'session.ended', {})
       reply.header('set-cookie', this.sessions.clearedCookie())
       return undefined
     }
+    traceEvent(request, 'session.used', {})
     return { session }
   }
 
