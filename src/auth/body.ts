@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
 import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
+import { backendValues } from './go-values.ts'
 import type { AuthRoute } from './routes/index.ts'
 import { withoutNulls } from './types/nullable.ts'
 
@@ -101,9 +102,7 @@ export function parseJson(buf: Buffer): ParseResult {
 /** Form fields as the backend reads them (Go's FormValue: the first value of a repeated key). */
 export function parseForm(buf: Buffer): ParseResult {
   if (!isUtf8(buf)) return { ok: false, message: 'Request body is not valid UTF-8' }
-  const out: Record<string, string> = Object.create(null)
-  for (const [k, v] of new URLSearchParams(buf.toString('utf8'))) if (!(k in out)) out[k] = v
-  return { ok: true, value: out }
+  return { ok: true, value: backendValues(buf.toString('utf8')) }
 }
 
 /**
