@@ -163,6 +163,15 @@ export const BACKEND_ANSWERS: readonly AnswerRule[] = [
     ...fixed({ code: 'validation_failed', status: 400, message: 'Password recovery requires an email' }),
   },
   ...emailRules('POST /resend'),
+  ...emailRules('POST /magiclink'),
+  {
+    route: 'POST /magiclink',
+    keyword: 'required',
+    property: 'email',
+    // Supabase Auth's words on this route are those of /recover, with a 422.
+    ...fixed({ code: 'validation_failed', status: 422, message: 'Password recovery requires an email' }),
+  },
+  ...pkceRules('POST /magiclink'),
   {
     route: 'POST /resend',
     keyword: 'enum',

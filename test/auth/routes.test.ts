@@ -70,6 +70,7 @@ test('the default rate-limited routes: sign-in and sign-up, and MFA challenge an
   assert.deepEqual([...DEFAULT_RATE_LIMITED].sort(), [
     'POST /factors/{factor_id}/challenge',
     'POST /factors/{factor_id}/verify',
+    'POST /magiclink',
     'POST /oauth/clients/register',
     'POST /oauth/token',
     'POST /otp',

@@ -14,6 +14,38 @@ export interface AnswerCase {
  * suite sends the same bodies to the real Supabase Auth, directly and through authgate.
  */
 export const ANSWER_CASES: AnswerCase[] = [
+  {
+    method: 'POST',
+    url: '/magiclink',
+    body: '{}',
+    status: 422,
+    code: 'validation_failed',
+    message: 'Password recovery requires an email',
+  },
+  {
+    method: 'POST',
+    url: '/magiclink',
+    body: '{"email":"not-an-email"}',
+    status: 400,
+    code: 'validation_failed',
+    message: 'Unable to validate email address: invalid format',
+  },
+  {
+    method: 'POST',
+    url: '/magiclink',
+    body: `{"email":"${'a'.repeat(250)}@example.com"}`,
+    status: 400,
+    code: 'validation_failed',
+    message: 'An email address is too long',
+  },
+  {
+    method: 'POST',
+    url: '/magiclink',
+    body: '{"email":"a@example.com","code_challenge":"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}',
+    status: 400,
+    code: 'validation_failed',
+    message: 'PKCE flow requires code_challenge_method and code_challenge',
+  },
   // A query value that makes body fields required (src/auth/query-requirements.ts).
   ...['{"auth_code":"abc"}', '{"code_verifier":"v"}', '{"auth_code":"","code_verifier":"v"}'].map(
     (body): AnswerCase => ({

@@ -166,6 +166,26 @@ export const coreRoutes = withDefaults(CORE, [
   },
   {
     method: 'POST',
+    path: '/magiclink',
+    summary: 'Send a magic link (deprecated: use `POST /otp`)',
+    description:
+      'The older form of `POST /otp` with an e-mail, still served by Supabase Auth: sends a magic link, or signs an unknown address up and sends its confirmation. Validated, rate limited, limited per account and counted against the e-mail budget as `POST /otp` is.',
+    deprecated: true,
+    body: req.MagicLinkRequest,
+    query: redirectQuery,
+    examples: {
+      email: { summary: 'Magic link by e-mail', value: { email: 'user@example.com' } },
+    },
+    responses: ok('Sent', MessageResponse),
+    errors: {
+      400: ['captcha_failed', 'validation_failed', 'email_address_not_authorized'],
+      422: ['email_provider_disabled', 'signup_disabled', 'validation_failed'],
+      429: [RATE, EMAIL_RATE],
+    },
+    rateLimited: true,
+  },
+  {
+    method: 'POST',
     path: '/verify',
     session: 'issue',
     summary: 'Verify a one-time code',

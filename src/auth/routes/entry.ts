@@ -40,6 +40,8 @@ export interface AuthRoute {
   group: RouteGroup
   summary: string
   description?: string
+  /** Still served by Supabase Auth, replaced by another route: `deprecated` in the document. */
+  deprecated?: boolean
   /** Request body type. Absent: the backend reads no body and any body is forwarded untouched. */
   body?: TSchema
   /** The backend does not read the body (docs/decisions.md, D5): an empty one is accepted. */

@@ -110,6 +110,21 @@ export const OTPRequest = Type.Object(
   },
 )
 
+export const MagicLinkRequest = Type.Object(
+  {
+    email: email('E-mail to send the magic link to'),
+    data: opt(userData()),
+    code_challenge: codeChallenge(),
+    code_challenge_method: codeChallengeMethod(),
+    gotrue_meta_security: metaSecurity(),
+  },
+  {
+    title: 'MagicLinkRequest',
+    description: 'Send a magic link by e-mail (the older form of `POST /otp` with an e-mail)',
+    dependentSchemas: PKCE_PAIR,
+  },
+)
+
 export const VerifyRequest = Type.Object(
   {
     type: str('Kind of code', 'email', {
