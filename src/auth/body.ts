@@ -6,6 +6,7 @@ import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
 import { backendValues } from './go-values.ts'
 import type { AuthRoute } from './routes/index.ts'
 import { withoutNulls } from './types/nullable.ts'
+import { withoutEmpty } from './types/presence.ts'
 
 /**
  * The body of a mounted route, in one place: read once as bytes (the limit enforced while reading),
@@ -163,8 +164,9 @@ export function bodyHook(route: AuthRoute) {
         const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
         if (unclear) return sendError(request, reply, unclear.code, unclear.message)
       }
-      // Supabase Auth reads a `null` property as an absent one: so does the validator.
-      request.body = kind === 'json' ? withoutNulls(parsed.value) : parsed.value
+      // Supabase Auth reads a `null` property as an absent one, and on some fields `""` too: so
+      // does the validator.
+      request.body = withoutEmpty(kind === 'json' ? withoutNulls(parsed.value) : parsed.value, route.emptyIsAbsent)
       return
     }
     return sendError(request, reply, 'unsupported_media_type', route.form ? JSON_OR_FORM : JSON_ONLY)
