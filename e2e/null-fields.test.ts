@@ -36,6 +36,7 @@ const BASES: Record<string, () => Base> = {
     body: { email: 'null-user@example.com', password: 'correct-horse-battery-7' },
   }),
   'POST /otp': () => ({ url: '/otp', body: { email: fresh() } }),
+  'POST /magiclink': () => ({ url: '/magiclink', body: { email: fresh() } }),
   'POST /verify': () => ({ url: '/verify', body: { type: 'sms', phone: '15550000003', token: '000000' } }),
   'POST /recover': () => ({ url: '/recover', body: { email: fresh() } }),
   'POST /resend': () => ({ url: '/resend', body: { type: 'signup', email: fresh() } }),

@@ -98,7 +98,7 @@ const emailRules = (route: RouteId): AnswerRule[] => [
 ]
 
 export const BACKEND_ANSWERS: readonly AnswerRule[] = [
-  { route: 'POST /signup', keyword: 'dependentRequired', property: 'password', ...fixed(signupNeedsPassword) },
+  { route: 'POST /signup', keyword: 'required', property: 'password', ...fixed(signupNeedsPassword) },
   {
     route: 'POST /signup',
     keyword: 'minLength',
@@ -163,16 +163,25 @@ export const BACKEND_ANSWERS: readonly AnswerRule[] = [
     ...fixed({ code: 'validation_failed', status: 400, message: 'Password recovery requires an email' }),
   },
   ...emailRules('POST /resend'),
+  ...emailRules('POST /magiclink'),
   {
+    route: 'POST /magiclink',
+    keyword: 'required',
+    property: 'email',
+    // Supabase Auth's words on this route are those of /recover, with a 422.
+    ...fixed({ code: 'validation_failed', status: 422, message: 'Password recovery requires an email' }),
+  },
+  ...pkceRules('POST /magiclink'),
+  ...(['required', 'enum'] as const).map((keyword): AnswerRule => ({
     route: 'POST /resend',
-    keyword: 'enum',
+    keyword,
     property: 'type',
     ...fixed({
       code: 'validation_failed',
       status: 400,
       message: 'Missing one of these types: signup, email_change, sms, phone_change',
     }),
-  },
+  })),
   ...emailRules('PUT /user'),
   {
     route: 'POST /verify',

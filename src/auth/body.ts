@@ -2,8 +2,11 @@ import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
+import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
+import { backendValues } from './go-values.ts'
 import type { AuthRoute } from './routes/index.ts'
 import { withoutNulls } from './types/nullable.ts'
+import { withoutEmpty } from './types/presence.ts'
 
 /**
  * The body of a mounted route, in one place: read once as bytes (the limit enforced while reading),
@@ -75,7 +78,7 @@ export function jsonErrorDetail(message: string): string {
   return 'Unexpected token'
 }
 
-export type ParseResult = { ok: true; value: unknown } | { ok: false; message: string }
+export type ParseResult = { ok: true; value: unknown; text?: string } | { ok: false; message: string }
 
 export function parseJson(buf: Buffer): ParseResult {
   if (buf.length === 0) return { ok: false, message: 'Request body is empty' }
@@ -84,10 +87,12 @@ export function parseJson(buf: Buffer): ParseResult {
   if (!isUtf8(buf)) return { ok: false, message: 'Request body is not valid UTF-8' }
   if (exceedsDepth(buf, MAX_JSON_DEPTH))
     return { ok: false, message: `Request body nests deeper than ${MAX_JSON_DEPTH} levels` }
+  const text = buf.toString('utf8')
   try {
     return {
       ok: true,
-      value: sjson.parse(buf.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' }),
+      value: sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }),
+      text,
     }
   } catch (err) {
     const detail = jsonErrorDetail(err instanceof Error ? err.message : String(err))
@@ -98,9 +103,33 @@ export function parseJson(buf: Buffer): ParseResult {
 /** Form fields as the backend reads them (Go's FormValue: the first value of a repeated key). */
 export function parseForm(buf: Buffer): ParseResult {
   if (!isUtf8(buf)) return { ok: false, message: 'Request body is not valid UTF-8' }
-  const out: Record<string, string> = Object.create(null)
-  for (const [k, v] of new URLSearchParams(buf.toString('utf8'))) if (!(k in out)) out[k] = v
-  return { ok: true, value: out }
+  return { ok: true, value: backendValues(buf.toString('utf8')) }
+}
+
+/**
+ * A key the backend would read otherwise than authgate: repeated in one object, or in another case
+ * than the field it names (src/auth/body-keys.ts). A form's keys are exact for the backend too.
+ */
+export function unclearKey(
+  text: string,
+  value: unknown,
+  schema: Record<string, unknown>,
+): { code: 'bad_json' | 'validation_failed'; message: string } | undefined {
+  const repeated = repeatedKey(text)
+  if (repeated)
+    return {
+      code: 'bad_json',
+      message: `Request body has the key ${keyPath(repeated)} more than once: send each key once`,
+    }
+  const folded = caseFoldedKey(value, schema)
+  if (folded) {
+    const field = [...folded.path, folded.field].join('.')
+    return {
+      code: 'validation_failed',
+      message: `body/${keyPath(folded)} differs only in case from the field ${field}, which Supabase Auth would read it as: send it as ${folded.field}`,
+    }
+  }
+  return undefined
 }
 
 const JSON_ONLY = 'Content-Type must be application/json'
@@ -131,8 +160,13 @@ export function bodyHook(route: AuthRoute) {
     if (kind === 'json' || (kind === 'form' && route.form)) {
       const parsed = kind === 'json' ? parseJson(raw) : parseForm(raw)
       if (!parsed.ok) return sendError(request, reply, 'bad_json', parsed.message)
-      // Supabase Auth reads a `null` property as an absent one: so does the validator.
-      request.body = kind === 'json' ? withoutNulls(parsed.value) : parsed.value
+      if (kind === 'json') {
+        const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
+        if (unclear) return sendError(request, reply, unclear.code, unclear.message)
+      }
+      // Supabase Auth reads a `null` property as an absent one, and on some fields `""` too: so
+      // does the validator.
+      request.body = withoutEmpty(kind === 'json' ? withoutNulls(parsed.value) : parsed.value, route.emptyIsAbsent)
       return
     }
     return sendError(request, reply, 'unsupported_media_type', route.form ? JSON_OR_FORM : JSON_ONLY)

@@ -6,7 +6,7 @@ import type { SessionGate } from '../sessions/gate.ts'
 import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
 import { bodyHook } from './body.ts'
 import { decodedBasicCredentials } from './client-credentials.ts'
-import { queryHook } from './query.ts'
+import { queryHook, readQueryAsBackend } from './query.ts'
 import { queryRequirementsHook } from './query-requirements.ts'
 import { routeSchema } from './route-docs.ts'
 import { routeKey } from './routes/id.ts'
@@ -221,7 +221,7 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
       serializerCompiler: noSerializer,
       config: { authRoute: route },
       ...(limiter ? { onRequest: limiter } : {}),
-      preValidation: route.queryChecked ? [queryHook(route), bodyHook(route)] : bodyHook(route),
+      preValidation: [readQueryAsBackend, ...(route.queryChecked ? [queryHook(route)] : []), bodyHook(route)],
       // The query's requirements first: a body refused for them spends no account budget.
       ...(preHandlers.length > 0 ? { preHandler: preHandlers } : {}),
       handler: forwardHandler(route, options),

@@ -1,13 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { sendError } from '../errors.ts'
+import { backendQuery } from './go-values.ts'
 import type { AuthRoute, QueryRequirement } from './routes/entry.ts'
-
-/** The first value of a query parameter in a raw request target (`+` as a space), as Go's FormValue reads it. */
-function firstQueryValue(target: string, name: string): string | undefined {
-  const q = target.indexOf('?')
-  if (q === -1) return undefined
-  return new URLSearchParams(target.slice(q + 1)).get(name) ?? undefined
-}
 
 /** The requirement a request breaks, if any. */
 export function brokenRequirement(
@@ -16,8 +10,9 @@ export function brokenRequirement(
   body: unknown,
 ): QueryRequirement | undefined {
   const record = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {}
+  const query = backendQuery(target)
   for (const r of requirements) {
-    if (firstQueryValue(target, r.param) !== r.value) continue
+    if (query[r.param] !== r.value) continue
     if (r.fields.some((f) => typeof record[f] !== 'string' || record[f] === '')) return r
   }
   return undefined

@@ -1,12 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { sendError } from '../errors.ts'
 import { bodyAjv } from '../validation.ts'
+import { backendQuery } from './go-values.ts'
 import type { AuthRoute } from './routes/index.ts'
 
 /**
  * The query of a route whose `queryChecked` is set, judged before forwarding. Values are read as
- * Supabase Auth reads them (the first of a repeated name, `+` as a space), from the raw target the
- * backend will receive; the query string itself is still forwarded untouched. Only the values are
+ * Supabase Auth reads them (`request.query`, set by `readQueryAsBackend`); the query string itself is
+ * still forwarded untouched. Only the values are
  * judged: a parameter left out reaches Supabase Auth, which answers it itself.
  */
 export function queryHook(route: AuthRoute) {
@@ -15,13 +16,19 @@ export function queryHook(route: AuthRoute) {
   const { required: _required, ...valueRules } = route.query as { required?: unknown }
   const validate = bodyAjv.compile(valueRules)
   return async function checkQuery(request: FastifyRequest, reply: FastifyReply) {
-    const url = request.raw.url ?? ''
-    const q = url.indexOf('?')
-    const values: Record<string, string> = Object.create(null)
-    if (q !== -1) for (const [k, v] of new URLSearchParams(url.slice(q + 1))) if (!(k in values)) values[k] = v
-    if (validate(values)) return
+    if (validate(request.query)) return
     const first = validate.errors?.[0]
     const where = first?.instancePath ? `querystring${first.instancePath}` : 'querystring'
     return sendError(request, reply, 'validation_failed', `${where} ${first?.message ?? 'is invalid'}`)
   }
+}
+
+/**
+ * The first hook of every mounted route: `request.query` becomes the query as Supabase Auth reads
+ * it (src/auth/go-values.ts), one string per name, so everything downstream (the query's checks,
+ * the per-account limit's grant, the session gate's logout scope) reads the value the backend acts
+ * on, never an array of a repeated name.
+ */
+export async function readQueryAsBackend(request: FastifyRequest): Promise<void> {
+  request.query = backendQuery(request.raw.url ?? '')
 }

@@ -229,6 +229,7 @@ export function routeSchema(route: AuthRoute, limited: boolean, cookieSessions =
     ...(route.examples ? { requestExamples: requestExamples(route) } : {}),
     tags: [route.tag],
     summary: route.summary,
+    ...(route.deprecated ? { deprecated: true } : {}),
     description: describe(route, codes, cookieSessions),
     security: route.bearer ? [{ bearerAuth: [] }] : [],
     response: responseSchemas(route, limited, codes, cookieSessions),

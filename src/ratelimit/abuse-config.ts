@@ -9,6 +9,7 @@ export const ACCOUNT_ROUTES: Readonly<Record<string, 'sign-in' | 'message'>> = {
   'POST /token': 'sign-in',
   'POST /signup': 'sign-in',
   'POST /otp': 'message',
+  'POST /magiclink': 'message',
   'POST /recover': 'message',
   'POST /resend': 'message',
 }
@@ -21,6 +22,7 @@ export const ACCOUNT_ROUTES: Readonly<Record<string, 'sign-in' | 'message'>> = {
 export const MESSAGE_ROUTES: readonly string[] = [
   'POST /signup',
   'POST /otp',
+  'POST /magiclink',
   'POST /recover',
   'POST /resend',
   'PUT /user',

@@ -167,9 +167,13 @@ describe('schemas: what Supabase Auth accepts', () => {
 
   test('pairs that exclude each other are in the schemas', () => {
     const s = doc.components.schemas
-    assert.deepEqual(s.SignupRequest.not, { required: ['email', 'phone'] })
-    assert.deepEqual(s.VerifyRequest.allOf[2], { not: { required: ['token', 'token_hash'] } })
-    assert.ok(s.VerifyRequest.dependentSchemas.token_hash)
+    // A field counts as given when it is a non-empty string: `null` and `""` are absent to the backend.
+    const given = { type: 'string', minLength: 1 }
+    assert.deepEqual(s.SignupRequest.not, { required: ['email', 'phone'], properties: { email: given, phone: given } })
+    assert.deepEqual(s.VerifyRequest.allOf[2], {
+      not: { required: ['token', 'token_hash'], properties: { token: given, token_hash: given } },
+    })
+    assert.deepEqual(s.VerifyRequest.allOf[5].if, { required: ['token_hash'], properties: { token_hash: given } })
     assert.ok(s.UpdateUserRequest.dependentSchemas.code_challenge)
   })
 

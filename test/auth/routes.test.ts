@@ -5,7 +5,11 @@ import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from '../../src/auth/rou
 
 type Schema = Record<string, any>
 
-/** Visits every named property of an object schema, through unions, arrays and records. */
+/**
+ * Visits every named property of an object schema, through unions, arrays and records. A member
+ * that requires fields is a rule pairing them (src/auth/types/presence.ts `present`), not where
+ * they are documented.
+ */
 function* properties(schema: Schema, path: string): Generator<[string, Schema]> {
   if (schema.properties) {
     for (const [name, prop] of Object.entries<Schema>(schema.properties)) {
@@ -13,7 +17,8 @@ function* properties(schema: Schema, path: string): Generator<[string, Schema]> 
       yield* properties(prop, `${path}.${name}`)
     }
   }
-  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) for (const s of schema[key] ?? []) yield* properties(s, path)
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const)
+    for (const s of schema[key] ?? []) if (!s.required) yield* properties(s, path)
   if (schema.items && !Array.isArray(schema.items)) yield* properties(schema.items, `${path}[]`)
 }
 
@@ -70,6 +75,7 @@ test('the default rate-limited routes: sign-in and sign-up, and MFA challenge an
   assert.deepEqual([...DEFAULT_RATE_LIMITED].sort(), [
     'POST /factors/{factor_id}/challenge',
     'POST /factors/{factor_id}/verify',
+    'POST /magiclink',
     'POST /oauth/clients/register',
     'POST /oauth/token',
     'POST /otp',

@@ -42,6 +42,7 @@ export const VALID_BODIES: Record<string, string> = {
   'POST /signup': '{"email":"a@example.com","password":"secret123"}',
   'POST /token': '{"email":"a@example.com","password":"secret123"}',
   'POST /otp': '{"email":"a@example.com"}',
+  'POST /magiclink': '{"email":"a@example.com"}',
   'POST /verify': '{"type":"email","token":"123456","email":"a@example.com"}',
   'POST /recover': '{"email":"a@example.com"}',
   'POST /resend': '{"type":"signup","email":"a@example.com"}',

@@ -48,6 +48,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Sign up with e-mail or phone and password',
     description:
       'Returns a session when the user is confirmed automatically, otherwise the user awaiting confirmation. Without e-mail and phone this is an anonymous sign-in.',
+    emptyIsAbsent: ['email', 'phone'],
     body: req.SignupRequest,
     query: redirectQuery,
     examples: {
@@ -85,6 +86,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Sign in or refresh a session',
     description:
       'The grant is chosen by the `grant_type` query parameter: `password`, `refresh_token`, `pkce` or `id_token`.',
+    emptyIsAbsent: ['email', 'phone'],
     body: req.TokenRequest,
     query: Type.Object({
       // Required: Supabase Auth refuses every request without it (400 `invalid_credentials`).
@@ -150,6 +152,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Send a one-time code or magic link',
     description:
       'Sends a magic link or a one-time code by e-mail, or a code by SMS/WhatsApp. Creates the user unless `create_user` is `false`. Exchange the code at `POST /verify`.',
+    emptyIsAbsent: ['email', 'phone'],
     body: req.OTPRequest,
     query: redirectQuery,
     examples: {
@@ -166,10 +169,32 @@ export const coreRoutes = withDefaults(CORE, [
   },
   {
     method: 'POST',
+    path: '/magiclink',
+    summary: 'Send a magic link (deprecated: use `POST /otp`)',
+    description:
+      'The older form of `POST /otp` with an e-mail, still served by Supabase Auth: sends a magic link, or signs an unknown address up and sends its confirmation. Validated, rate limited, limited per account and counted against the e-mail budget as `POST /otp` is.',
+    deprecated: true,
+    emptyIsAbsent: ['email'],
+    body: req.MagicLinkRequest,
+    query: redirectQuery,
+    examples: {
+      email: { summary: 'Magic link by e-mail', value: { email: 'user@example.com' } },
+    },
+    responses: ok('Sent', MessageResponse),
+    errors: {
+      400: ['captcha_failed', 'validation_failed', 'email_address_not_authorized'],
+      422: ['email_provider_disabled', 'signup_disabled', 'validation_failed'],
+      429: [RATE, EMAIL_RATE],
+    },
+    rateLimited: true,
+  },
+  {
+    method: 'POST',
     path: '/verify',
     session: 'issue',
     summary: 'Verify a one-time code',
     description: "Exchanges a one-time code (with `email` or `phone`) or an e-mail link's `token_hash` for a session.",
+    emptyIsAbsent: ['type', 'token', 'token_hash', 'email', 'phone', 'redirect_to'],
     body: req.VerifyRequest,
     query: redirectQuery,
     examples: {
@@ -196,6 +221,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Send a password recovery e-mail',
     description:
       'Sends a password recovery link to the address. Answers 200 also for unknown addresses, so it cannot be used to find accounts.',
+    emptyIsAbsent: ['email'],
     body: req.RecoverRequest,
     query: redirectQuery,
     examples: { email: { summary: 'Recovery e-mail', value: { email: 'user@example.com' } } },
@@ -208,6 +234,7 @@ export const coreRoutes = withDefaults(CORE, [
     path: '/resend',
     summary: 'Resend a confirmation message',
     description: 'Resends the sign-up confirmation or the e-mail/phone change message.',
+    emptyIsAbsent: ['type', 'email', 'phone'],
     body: req.ResendRequest,
     query: redirectQuery,
     examples: {
@@ -248,6 +275,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Update the signed-in user',
     description:
       'Changes e-mail, phone, password or `user_metadata` (`data`). An e-mail or phone change is confirmed by a message to the new address.',
+    emptyIsAbsent: ['email', 'phone'],
     body: req.UpdateUserRequest,
     query: redirectQuery,
     examples: { metadata: { summary: 'Change user metadata', value: { data: { name: 'Ada Lovelace' } } } },

@@ -40,8 +40,16 @@ export interface AuthRoute {
   group: RouteGroup
   summary: string
   description?: string
+  /** Still served by Supabase Auth, replaced by another route: `deprecated` in the document. */
+  deprecated?: boolean
   /** Request body type. Absent: the backend reads no body and any body is forwarded untouched. */
   body?: TSchema
+  /**
+   * Top-level body fields that Supabase Auth's handler reads as absent when they are `""` (it tests
+   * `!= ""`): the validator judges the body without them and the document says so
+   * (src/auth/types/presence.ts).
+   */
+  emptyIsAbsent?: readonly string[]
   /** The backend does not read the body (docs/decisions.md, D5): an empty one is accepted. */
   bodyOptional?: boolean
   /**

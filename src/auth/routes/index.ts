@@ -8,6 +8,7 @@ import { oauthServerRoutes, oauthUserRoutes } from './oauth.ts'
 import { passkeyRoutes } from './passkeys.ts'
 import { ssoRoutes } from './sso.ts'
 import { nullableOptionals } from '../types/nullable.ts'
+import { emptyAdmitted } from '../types/presence.ts'
 
 export type { AuthRoute, AuthTag, GroupDefaults, HttpMethod, RequestExample, ResponseDoc } from './entry.ts'
 
@@ -30,10 +31,11 @@ const TABLE = [
 /**
  * The route table as mounted and documented. Mounting (src/auth/mount.ts), rate limiting and the
  * OpenAPI document all read it and nothing else lists routes. Every optional property of a request
- * body also takes `null`, which Supabase Auth reads as absent (src/auth/types/nullable.ts).
+ * body also takes `null`, which Supabase Auth reads as absent (src/auth/types/nullable.ts), and
+ * the fields a route's handler reads as absent when empty also take `""` (src/auth/types/presence.ts).
  */
 export const AUTH_ROUTES: readonly AuthRoute[] = TABLE.map((route: AuthRoute) =>
-  route.body ? { ...route, body: nullableOptionals(route.body) } : route,
+  route.body ? { ...route, body: nullableOptionals(emptyAdmitted(route.body, route.emptyIsAbsent)) } : route,
 )
 
 /** The name of a mounted route, `METHOD /template`: a typo in a table keyed by route fails the type check. */

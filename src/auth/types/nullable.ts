@@ -19,10 +19,11 @@ const isNull = (s: unknown) => isObject(s) && s.type === 'null'
 /** One property schema that also admits `null` (`type: [..., 'null']`, or `null` added to `anyOf`). */
 export function orNull(schema: Schema): Schema {
   const inner = nullableOptionals(schema)
-  if (Array.isArray(inner.anyOf)) {
+  const type = inner.type
+  // A union without a type of its own (a type beside an `anyOf` makes the type nullable instead).
+  if (Array.isArray(inner.anyOf) && type === undefined) {
     return inner.anyOf.some(isNull) ? inner : { ...inner, anyOf: [...inner.anyOf, { type: 'null' }] }
   }
-  const type = inner.type
   if (typeof type === 'string') {
     if (type === 'null') return inner
     const out: Schema = { ...inner, type: [type, 'null'] }

@@ -10,6 +10,7 @@ import {
   opt,
   str,
 } from './common.ts'
+import { present } from './presence.ts'
 
 // Request bodies of the core auth routes, as Supabase Auth reads them. Unknown properties are
 // allowed (JSON Schema's default): the backend ignores them and the gateway forwards them.
@@ -21,13 +22,23 @@ const channel = () => str('Phone channel: `sms` (default) or `whatsapp`', 'sms')
 
 const RESEND_TYPES = ['signup', 'email_change', 'sms', 'phone_change']
 
-/** `email` and `phone` exclude each other (Supabase Auth refuses both with 400 `validation_failed`). */
-const EMAIL_OR_PHONE = { not: { required: ['email', 'phone'] } } as const
+// The rules that pair fields count a field as given when it is a non-empty string (`present`):
+// Supabase Auth reads `null` and `""` as absent there (src/auth/types/presence.ts).
 
-const PasswordLength = Type.Object(
-  { password: Type.Optional(Type.String({ maxLength: 72 })) },
-  { description: 'The upper length rule of a password that comes with an e-mail or a phone' },
-)
+/** `email` and `phone` exclude each other (Supabase Auth refuses both with 400 `validation_failed`). */
+const EMAIL_OR_PHONE = { not: present('email', 'phone') }
+
+const EMAIL_OR_PHONE_GIVEN = { anyOf: [present('email'), present('phone')] }
+
+/** A password that comes with an e-mail or a phone: required, and at most 72 characters. */
+const PASSWORD_WITH_ADDRESS = {
+  if: EMAIL_OR_PHONE_GIVEN,
+  then: {
+    description: 'With an e-mail or a phone, a password is required, of at most 72 characters',
+    required: ['password'],
+    properties: { password: { type: 'string', maxLength: 72 } },
+  },
+}
 
 export const SignupRequest = Type.Object(
   {
@@ -52,8 +63,8 @@ export const SignupRequest = Type.Object(
       'Sign up with an e-mail or a phone and a password. A body naming neither `email` nor `phone` is an anonymous sign-in (what supabase-js `signInAnonymously()` sends) and needs no password.',
     // Naming an e-mail or a phone makes the password required and subject to the length rules;
     // an anonymous sign-in ignores it.
-    dependentRequired: { email: ['password'], phone: ['password'] },
-    dependentSchemas: { email: PasswordLength, phone: PasswordLength, ...PKCE_PAIR },
+    allOf: [PASSWORD_WITH_ADDRESS],
+    dependentSchemas: PKCE_PAIR,
     ...EMAIL_OR_PHONE,
   },
 )
@@ -105,8 +116,23 @@ export const OTPRequest = Type.Object(
     description: 'Send a one-time code or magic link to an e-mail address or a phone (one of them)',
     dependentSchemas: PKCE_PAIR,
     // One of them is needed (Supabase Auth: "One of email or phone must be set").
-    anyOf: [{ required: ['email'] }, { required: ['phone'] }],
+    ...EMAIL_OR_PHONE_GIVEN,
     ...EMAIL_OR_PHONE,
+  },
+)
+
+export const MagicLinkRequest = Type.Object(
+  {
+    email: email('E-mail to send the magic link to'),
+    data: opt(userData()),
+    code_challenge: codeChallenge(),
+    code_challenge_method: codeChallengeMethod(),
+    gotrue_meta_security: metaSecurity(),
+  },
+  {
+    title: 'MagicLinkRequest',
+    description: 'Send a magic link by e-mail (the older form of `POST /otp` with an e-mail)',
+    dependentSchemas: PKCE_PAIR,
   },
 )
 
@@ -132,14 +158,15 @@ export const VerifyRequest = Type.Object(
     // the address that goes with a token; a token hash comes alone.
     allOf: [
       { required: ['type'] },
-      { anyOf: [{ required: ['token'] }, { required: ['token_hash'] }] },
-      { not: { required: ['token', 'token_hash'] } },
+      { anyOf: [present('token'), present('token_hash')] },
+      { not: present('token', 'token_hash') },
       EMAIL_OR_PHONE,
+      { if: present('token'), then: EMAIL_OR_PHONE_GIVEN },
+      {
+        if: present('token_hash'),
+        then: { not: { anyOf: [present('email'), present('phone'), present('redirect_to')] } },
+      },
     ],
-    dependentSchemas: {
-      token: { anyOf: [{ required: ['email'] }, { required: ['phone'] }] },
-      token_hash: { not: { anyOf: [{ required: ['email'] }, { required: ['phone'] }, { required: ['redirect_to'] }] } },
-    },
   },
 )
 
@@ -170,7 +197,7 @@ export const ResendRequest = Type.Object(
     allOf: [
       { properties: { type: { description: 'What to resend', enum: RESEND_TYPES, examples: ['signup'] } } },
       // An SMS goes to a phone (Supabase Auth: "Type provided requires a phone number").
-      { if: { required: ['type'], properties: { type: { const: 'sms' } } }, then: { required: ['phone'] } },
+      { if: { required: ['type'], properties: { type: { const: 'sms' } } }, then: present('phone') },
       EMAIL_OR_PHONE,
     ],
   },

@@ -1,0 +1,135 @@
+import { isRecord } from '../core/is-record.ts'
+
+/**
+ * Object keys as Supabase Auth's decoder (Go's encoding/json) reads them. It gives a key to the
+ * struct field of the same name, else to a field whose name is equal ignoring case, and decodes
+ * every occurrence of a repeated key in order (the last wins, except that a `null` leaves a string
+ * as it was and a nested object merges into the earlier one). authgate reads keys by exact name and
+ * `JSON.parse` keeps the last occurrence, so a body with a key in another case, or a key given twice,
+ * would be judged, limited and counted on a value the backend does not act on. Such a body is
+ * refused, never forwarded (docs/decisions.md, D52).
+ */
+
+/**
+ * A key folded as Go folds object keys to match field names: ASCII letters to upper case, and the
+ * two other characters whose case orbit holds an ASCII letter, U+017F (long s) and U+212A (Kelvin
+ * sign), to `S` and `K`. Other characters fold to characters outside ASCII, so they never make a key
+ * match a field whose name is ASCII, as every field of a request body is; they are kept as they are.
+ */
+export function goFoldedKey(key: string): string {
+  let out = ''
+  for (const ch of key) {
+    const c = ch.charCodeAt(0)
+    if (c >= 0x61 && c <= 0x7a) out += String.fromCharCode(c - 0x20)
+    else if (c === 0x17f) out += 'S'
+    else if (c === 0x212a) out += 'K'
+    else out += ch
+  }
+  return out
+}
+
+/** A key that the backend and authgate would read differently, and where it is. */
+export interface KeyProblem {
+  /** Keys (and array positions) from the body's root to the object holding `key`. */
+  path: readonly (string | number)[]
+  key: string
+  /** The field the backend gives the key to, when it differs from the key itself. */
+  field?: string
+}
+
+interface Frame {
+  /** The keys seen so far: undefined in an array. */
+  keys: Set<string> | undefined
+  path: (string | number)[]
+  /** The last key read (objects), or the current index (arrays). */
+  at: string | number
+}
+
+/**
+ * The first key repeated within one object of a JSON text, at any depth. `text` must already have
+ * been parsed successfully: the scan only tells keys from values and skips strings.
+ */
+export function repeatedKey(text: string): KeyProblem | undefined {
+  const frames: Frame[] = []
+  let expectKey = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      let end = i + 1
+      while (text.charCodeAt(end) !== 0x22) end += text.charCodeAt(end) === 0x5c ? 2 : 1
+      if (expectKey) {
+        const frame = frames[frames.length - 1]!
+        const key = JSON.parse(text.slice(i, end + 1)) as string
+        if (frame.keys!.has(key)) return { path: frame.path, key }
+        frame.keys!.add(key)
+        frame.at = key
+        expectKey = false
+      }
+      i = end
+    } else if (c === 0x7b || c === 0x5b) {
+      const parent = frames[frames.length - 1]
+      const path = parent === undefined ? [] : [...parent.path, parent.at]
+      frames.push({ keys: c === 0x7b ? new Set() : undefined, path, at: 0 })
+      expectKey = c === 0x7b
+    } else if (c === 0x7d || c === 0x5d) {
+      frames.pop()
+    } else if (c === 0x2c) {
+      const frame = frames[frames.length - 1]!
+      if (frame.keys === undefined) frame.at = (frame.at as number) + 1
+      else expectKey = true
+    }
+  }
+  return undefined
+}
+
+type Schema = Record<string, unknown>
+
+/** The properties a schema declares for an object, its unions' and intersections' included. */
+function declaredProperties(schema: Schema, into: Map<string, Schema> = new Map()): Map<string, Schema> {
+  if (isRecord(schema.properties))
+    for (const [name, property] of Object.entries(schema.properties))
+      if (isRecord(property) && !into.has(name)) into.set(name, property)
+  for (const keyword of ['anyOf', 'oneOf', 'allOf'] as const) {
+    const members = schema[keyword]
+    if (Array.isArray(members)) for (const m of members) if (isRecord(m)) declaredProperties(m, into)
+  }
+  return into
+}
+
+/**
+ * The first key of `value` that is not a declared field's name but that the backend would give to
+ * one (it differs only in case), at any depth where the schema declares the object's fields.
+ * Objects without declared fields (user metadata) are free-form: their keys are the client's.
+ */
+export function caseFoldedKey(value: unknown, schema: Schema, path: (string | number)[] = []): KeyProblem | undefined {
+  if (Array.isArray(value)) {
+    const items = schema.items
+    if (!isRecord(items)) return undefined
+    for (let i = 0; i < value.length; i++) {
+      const found = caseFoldedKey(value[i], items, [...path, i])
+      if (found) return found
+    }
+    return undefined
+  }
+  if (!isRecord(value)) return undefined
+  const fields = declaredProperties(schema)
+  if (fields.size === 0) return undefined
+  const byFold = new Map<string, string>()
+  for (const name of fields.keys()) byFold.set(goFoldedKey(name), name)
+  for (const key of Object.keys(value)) {
+    if (fields.has(key)) continue
+    const field = byFold.get(goFoldedKey(key))
+    if (field !== undefined) return { path, key, field }
+  }
+  for (const [name, property] of fields) {
+    if (!Object.hasOwn(value, name)) continue
+    const found = caseFoldedKey(value[name], property, [...path, name])
+    if (found) return found
+  }
+  return undefined
+}
+
+/** Where a key is, for a message: `gotrue_meta_security.captcha_token`, `credential.response`. */
+export function keyPath(problem: KeyProblem): string {
+  return [...problem.path, problem.key].join('.')
+}

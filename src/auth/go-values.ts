@@ -1,0 +1,56 @@
+/**
+ * A query string or a form body as Supabase Auth reads it: Go's `url.ParseQuery` and the first value
+ * of a name (`Query().Get`, `FormValue`). Pairs are split on `&` only; a pair holding a `;` or a
+ * malformed `%` escape is dropped whole; `+` is a space; more than 10,000 pairs and Go reads none.
+ * `URLSearchParams` keeps all of those, so `grant_type=password;&grant_type=password` or
+ * `grant_type=%zz&grant_type=password` would give authgate another first value than the backend's
+ * (docs/decisions.md, D53).
+ */
+
+/** Go's limit on the pairs of one query (net/url's `urlmaxqueryparams` default). */
+export const MAX_QUERY_PAIRS = 10_000
+
+/** One component unescaped as Go's `QueryUnescape` does, or undefined where Go fails on it. */
+export function queryUnescape(text: string): string | undefined {
+  if (!text.includes('%') && !text.includes('+')) return text
+  if (/%(?![0-9A-Fa-f]{2})/.test(text)) return undefined
+  const spaced = text.replaceAll('+', ' ')
+  try {
+    return decodeURIComponent(spaced)
+  } catch {
+    // Escaped bytes that are not UTF-8: Go keeps the bytes; read them as UTF-8 would show them.
+    const bytes: number[] = []
+    for (let i = 0; i < spaced.length; i++) {
+      if (spaced[i] === '%') {
+        bytes.push(parseInt(spaced.slice(i + 1, i + 3), 16))
+        i += 2
+      } else bytes.push(...Buffer.from(spaced[i]!, 'utf8'))
+    }
+    return Buffer.from(bytes).toString('utf8')
+  }
+}
+
+/** The first value of each name, as the backend reads them. */
+export function backendValues(text: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null)
+  if (text === '') return out
+  let pairs = 1
+  for (let i = text.indexOf('&'); i !== -1; i = text.indexOf('&', i + 1)) pairs++
+  if (pairs > MAX_QUERY_PAIRS) return out
+  for (const pair of text.split('&')) {
+    if (pair === '' || pair.includes(';')) continue
+    const eq = pair.indexOf('=')
+    const key = queryUnescape(eq === -1 ? pair : pair.slice(0, eq))
+    if (key === undefined) continue
+    const value = queryUnescape(eq === -1 ? '' : pair.slice(eq + 1))
+    if (value === undefined || key in out) continue
+    out[key] = value
+  }
+  return out
+}
+
+/** The query of a raw request target, as the backend reads it. */
+export function backendQuery(target: string): Record<string, string> {
+  const q = target.indexOf('?')
+  return q === -1 ? Object.create(null) : backendValues(target.slice(q + 1))
+}

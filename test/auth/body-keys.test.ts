@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { caseFoldedKey, goFoldedKey, keyPath, repeatedKey } from '../../src/auth/body-keys.ts'
+import { unclearKey } from '../../src/auth/body.ts'
+import { withFakeBackend, type Harness } from '../support/app.ts'
+
+const JSON_CT = { 'content-type': 'application/json' }
+
+describe('keys folded as Go folds them', () => {
+  test('ASCII letters fold to upper case, digits and punctuation stay', () => {
+    assert.equal(goFoldedKey('captcha_token'), 'CAPTCHA_TOKEN')
+    assert.equal(goFoldedKey('Email'), goFoldedKey('eMAIL'))
+    assert.equal(goFoldedKey('a-1_[]'), 'A-1_[]')
+  })
+
+  test('the long s and the Kelvin sign fold to S and K; other letters do not reach ASCII', () => {
+    assert.equal(goFoldedKey('pa\u017F\u017Fword'), 'PASSWORD')
+    assert.equal(goFoldedKey('to\u212Aen'), 'TOKEN')
+    // U+0130 and U+0131 are in case orbits of their own for Go's simple folding.
+    assert.notEqual(goFoldedKey('ema\u0131l'), 'EMAIL')
+    assert.notEqual(goFoldedKey('ema\u0130l'), 'EMAIL')
+    assert.equal(goFoldedKey('é'), 'é')
+  })
+})
+
+describe('repeated keys', () => {
+  test('found at the top and nested, with their place', () => {
+    assert.deepEqual(repeatedKey('{"email":"a","email":null}'), { path: [], key: 'email' })
+    const nested = repeatedKey('{"a":[1,{"x":1}],"m":{"c":"x","c":"y"}}')
+    assert.deepEqual(nested, { path: ['m'], key: 'c' })
+    assert.equal(keyPath(nested!), 'm.c')
+    assert.deepEqual(repeatedKey('[{"k":1},{"k":1,"k":2}]'), { path: [1], key: 'k' })
+  })
+
+  test('escaped spellings are the same key; values and other objects are not keys', () => {
+    assert.deepEqual(repeatedKey('{"email":"a","\\u0065mail":"b"}'), { path: [], key: 'email' })
+    assert.equal(repeatedKey('{"a":"a","b":"a","c":{"a":"\\"a"},"d":["a","a"]}'), undefined)
+    assert.equal(repeatedKey('{"a":{"k":1},"b":{"k":1}}'), undefined)
+    assert.equal(repeatedKey('"x"'), undefined)
+  })
+})
+
+describe('keys in another case than a declared field', () => {
+  const schema = {
+    type: 'object',
+    properties: {
+      email: { type: 'string' },
+      gotrue_meta_security: { type: ['object', 'null'], properties: { captcha_token: { type: 'string' } } },
+      data: { type: 'object', patternProperties: { '^.*$': {} } },
+      list: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' } } } },
+    },
+    anyOf: [{ properties: { phone: { type: 'string' } } }],
+  }
+
+  test('a key folding to a declared field is found, at any depth where fields are declared', () => {
+    assert.deepEqual(caseFoldedKey({ Email: 'x' }, schema), { path: [], key: 'Email', field: 'email' })
+    assert.deepEqual(caseFoldedKey({ PHONE: 'x' }, schema), { path: [], key: 'PHONE', field: 'phone' })
+    assert.deepEqual(caseFoldedKey({ gotrue_meta_security: { Captcha_Token: 'x' } }, schema), {
+      path: ['gotrue_meta_security'],
+      key: 'Captcha_Token',
+      field: 'captcha_token',
+    })
+    assert.deepEqual(caseFoldedKey({ list: [{ id: 'a' }, { ID: 'b' }] }, schema), {
+      path: ['list', 1],
+      key: 'ID',
+      field: 'id',
+    })
+  })
+
+  test('exact names, unknown keys and free-form objects pass', () => {
+    assert.equal(caseFoldedKey({ email: 'x', Other: 1, data: { Email: 'x', email: 'y' } }, schema), undefined)
+    assert.equal(caseFoldedKey({ gotrue_meta_security: null, list: 'x' }, schema), undefined)
+    assert.equal(caseFoldedKey({ list: [1] }, { type: 'object', properties: { list: { type: 'array' } } }), undefined)
+    assert.equal(caseFoldedKey('x', schema), undefined)
+  })
+
+  test('the refusal names the key and the field', () => {
+    assert.deepEqual(unclearKey('{"Email":"x"}', { Email: 'x' }, schema), {
+      code: 'validation_failed',
+      message:
+        'body/Email differs only in case from the field email, which Supabase Auth would read it as: send it as email',
+    })
+    assert.equal(unclearKey('{"email":"x"}', { email: 'x' }, schema), undefined)
+  })
+})
+
+describe('bodies the backend would read otherwise are refused and not forwarded', () => {
+  let h: Harness
+  before(async () => {
+    h = await withFakeBackend()
+  })
+  after(() => h.close())
+
+  const CASES: Array<[string, string, string]> = [
+    ['/auth/token?grant_type=password', '{"Email":"victim@example.com","password":"x"}', 'validation_failed'],
+    ['/auth/token?grant_type=password', '{"EMAIL":"victim@example.com","password":"x"}', 'validation_failed'],
+    [
+      '/auth/token?grant_type=password',
+      '{"email":"decoy@example.com","Email":"victim@example.com","password":"x"}',
+      'validation_failed',
+    ],
+    ['/auth/token?grant_type=password', '{"email":"victim@example.com","email":null,"password":"x"}', 'bad_json'],
+    ['/auth/otp', '{"phone":"15550009999","Phone":"15550009001"}', 'validation_failed'],
+    ['/auth/signup', '{"email":"a@example.com","Password":"correct-horse-battery"}', 'validation_failed'],
+    ['/auth/signup', '{"email":"a@example.com","pa\u017F\u017Fword":"correct-horse-battery"}', 'validation_failed'],
+    ['/auth/otp', '{"email":"a@example.com","gotrue_meta_security":{"CAPTCHA_TOKEN":"x"}}', 'validation_failed'],
+    [
+      '/auth/otp',
+      '{"email":"a@example.com","gotrue_meta_security":{"captcha_token":"x"},"gotrue_meta_security":{}}',
+      'bad_json',
+    ],
+  ]
+  for (const [url, body, code] of CASES) {
+    test(`${url} ${body}`, async () => {
+      h.backend.requests.length = 0
+      const res = await h.app.inject({ method: 'POST', url, payload: body, headers: JSON_CT })
+      assert.equal(res.statusCode, 400, res.body)
+      assert.equal(res.json().error_code, code)
+      assert.equal(h.backend.requests.length, 0)
+    })
+  }
+
+  test('PUT /user with the new e-mail in another case', async () => {
+    h.backend.requests.length = 0
+    const res = await h.app.inject({
+      method: 'PUT',
+      url: '/auth/user',
+      payload: '{"Email":"new@example.com"}',
+      headers: { ...JSON_CT, authorization: 'Bearer x' },
+    })
+    assert.equal(res.statusCode, 400, res.body)
+    assert.equal(h.backend.requests.length, 0)
+  })
+
+  test('keys inside user metadata are the client’s, in any case, and are forwarded', async () => {
+    h.backend.requests.length = 0
+    const body = '{"email":"a@example.com","data":{"Email":"x","email":"y"}}'
+    const res = await h.app.inject({ method: 'POST', url: '/auth/otp', payload: body, headers: JSON_CT })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal(h.backend.requests.length, 1)
+  })
+})
