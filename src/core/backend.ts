@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import type { Dispatcher, Pool as UndiciPool } from 'undici'
 import { AuthgateConfigError } from '../config/env.ts'
+import { READ_ENCODING, readableBody } from './held-answer.ts'
 
 // undici's pool and its request API by their modules, not its index: the index loads fetch,
 // WebSocket, EventSource, the cache stores and mocks, about 12 MB of resident memory a gateway
@@ -138,6 +139,8 @@ export class SupabaseAuthClient {
     if (typeof given?.forEach === 'function') given.forEach((value, name) => (headers[name.toLowerCase()] = value))
     else if (given) for (const [name, value] of Object.entries(given)) headers[name.toLowerCase()] = String(value)
     if (this.options.apiKey !== undefined) headers.apikey = this.options.apiKey
+    // authgate reads these answers itself: asked for uncompressed, decoded if compressed anyway.
+    headers['accept-encoding'] ??= READ_ENCODING
     // A redirect is the backend's answer to report, never one to follow from here (undici's
     // request does not follow them).
     const answer = await requestThrough.call(this.#pool, {
@@ -149,6 +152,9 @@ export class SupabaseAuthClient {
     })
     const body = answer.body
     const raw = answer.headers
+    const encoding = raw['content-encoding']
+    const bytes = async () =>
+      readableBody(Array.isArray(encoding) ? encoding.join(', ') : encoding, Buffer.from(await body.arrayBuffer()))
     return {
       status: answer.statusCode,
       headers: {
@@ -157,9 +163,12 @@ export class SupabaseAuthClient {
           return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
         },
       },
-      text: () => body.text(),
-      json: () => body.json(),
-      arrayBuffer: () => body.arrayBuffer(),
+      text: async () => (await bytes()).toString('utf8'),
+      json: async () => JSON.parse((await bytes()).toString('utf8')) as unknown,
+      arrayBuffer: async () => {
+        const b = await bytes()
+        return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer
+      },
       body: { cancel: () => body.dump().then(() => undefined) },
     }
   }

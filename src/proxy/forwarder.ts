@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { SupabaseAuthClient } from '../core/backend.ts'
+import { READ_ENCODING } from '../core/held-answer.ts'
 import { AuthgateError, sendError } from '../errors.ts'
 import { recordBackend, type BackendErrorKind, type BackendExchange } from '../observability/backend-timing.ts'
 import { throttle } from '../observability/log-throttle.ts'
@@ -169,6 +170,9 @@ export class Forwarder {
   #outboundHeaders(request: FastifyRequest, target: ForwardTarget): string[] {
     const idHeader = this.#requestIdHeader
     const own = this.#backend.fixedHeaders
+    // An answer authgate reads is asked for uncompressed, whatever the page accepts.
+    if (target.rewrite !== undefined)
+      target = { ...target, headers: { ...target.headers, 'accept-encoding': READ_ENCODING } }
     return outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
       clientIp: clientIp(request),
       clientIpHeader: this.#clientIpHeader,

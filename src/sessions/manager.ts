@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { BackendResponse, SupabaseAuthClient } from '../core/backend.ts'
+import { UnreadableAnswerError } from '../core/held-answer.ts'
 import { AuthgateError } from '../errors.ts'
 import { splitSessionAnswer, type SessionTokens } from './answer.ts'
 import type { SessionConfig } from './config.ts'
@@ -251,6 +252,11 @@ export class CookieSessions {
       })
       body = Buffer.from(await response.arrayBuffer())
     } catch (err) {
+      if (err instanceof UnreadableAnswerError) {
+        // Fails closed, as a held answer does: nothing of the refresh is kept.
+        this.#log.error({ encoding: err.encoding, reason: err.message }, 'backend answer could not be read')
+        throw new AuthgateError('backend_unreadable', undefined, { cause: err })
+      }
       const timeout = err instanceof Error && err.name === 'TimeoutError'
       this.#log.error({ err }, 'cookie session: the refresh could not reach Supabase Auth')
       throw new AuthgateError(timeout ? 'request_timeout' : 'backend_unreachable', undefined, { cause: err })
