@@ -4,7 +4,7 @@ import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
-import { resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
+import { backendOptions, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
 import { SupabaseAuthClient } from './core/backend.ts'
 import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
@@ -103,15 +103,7 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
  */
 async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptions): Promise<void> {
   const config: GatewayConfig = resolveConfig(options.config as CoreConfigInput | undefined)
-  const backend = new SupabaseAuthClient({
-    url: config.backendUrl,
-    apiKey: config.backendApiKey,
-    timeoutMs: config.backendTimeoutMs,
-    connectTimeoutMs: config.backendConnectTimeoutMs,
-    connections: config.backendConnections,
-    requestIdHeader: config.requestIdHeader,
-    clientIpHeader: config.clientIpHeader,
-  })
+  const backend = new SupabaseAuthClient(backendOptions(config))
   const sessions = options.sessions
     ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
     : undefined

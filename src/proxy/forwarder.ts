@@ -64,8 +64,6 @@ export class Forwarder {
   readonly #backend: SupabaseAuthClient
   readonly #timeoutMs: number
   readonly #cache: ResponseCache | undefined
-  readonly #requestIdHeader: string | undefined
-  readonly #clientIpHeader: string
   readonly #ownCors: boolean
   readonly #sessionCookie: string | undefined
   // While the backend is down every request fails the same way: one line per kind and 10 s, and
@@ -84,8 +82,6 @@ export class Forwarder {
     this.#backend = options.backend
     this.#timeoutMs = options.backend.options.timeoutMs
     this.#cache = options.cache === false ? undefined : new ResponseCache(options.cache ?? { defaultTtlMs: 10_000 })
-    this.#requestIdHeader = options.backend.options.requestIdHeader
-    this.#clientIpHeader = options.backend.options.clientIpHeader?.toLowerCase() ?? 'x-forwarded-for'
     this.#ownCors = options.ownCors ?? false
     this.#sessionCookie = options.sessionCookie
   }
@@ -164,33 +160,21 @@ export class Forwarder {
   }
 
   /**
-   * The request's headers after hygiene, with authgate's request id (never the client's own,
-   * unless it came through a trusted proxy) and the configured apikey in place of the client's.
+   * The request's headers after hygiene, with its backend identity (client IP, authgate's request
+   * id, never the client's own unless it came through a trusted proxy, the configured apikey) in
+   * place of the client's.
    */
   #outboundHeaders(request: FastifyRequest, target: ForwardTarget): string[] {
-    const idHeader = this.#requestIdHeader
-    const own = this.#backend.fixedHeaders
     // An answer authgate reads is asked for uncompressed, whatever the page accepts.
-    if (target.rewrite !== undefined)
-      target = { ...target, headers: { ...target.headers, 'accept-encoding': READ_ENCODING } }
+    const headers =
+      target.rewrite !== undefined ? { ...target.headers, 'accept-encoding': READ_ENCODING } : target.headers
     return outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
-      clientIp: clientIp(request),
-      clientIpHeader: this.#clientIpHeader,
+      identity: this.#backend.identityHeaders({ clientIp: clientIp(request), requestId: request.id }),
       host: request.headers.host,
       proto: request.protocol,
       ownCookie: this.#sessionCookie,
-      replaced: target.headers
-        ? [...this.#backend.replacedHeaders, ...Object.keys(target.headers)]
-        : this.#backend.replacedHeaders,
-      // Built per request only when it has something of the request's own to carry.
-      set:
-        idHeader === undefined && !target.headers
-          ? own
-          : [
-              ...(idHeader === undefined ? [] : [idHeader, request.id]),
-              ...own,
-              ...(target.headers ? Object.entries(target.headers).flat() : []),
-            ],
+      replaced: headers ? [...this.#backend.replacedHeaders, ...Object.keys(headers)] : this.#backend.replacedHeaders,
+      set: headers ? Object.entries(headers).flat() : undefined,
     })
   }
 

@@ -9,7 +9,7 @@ import { SESSION_MODE_HEADER } from './config.ts'
 import { sessionIdFrom } from './cookie.ts'
 import { sessionHandle } from './crypto.ts'
 import { crossSiteReason, isUnsafeMethod } from './csrf.ts'
-import type { ActiveSession, CookieSessions } from './manager.ts'
+import type { ActiveSession, CookieSessions, RequestContext } from './manager.ts'
 
 /** What a request gets from its cookie: the session, or an answer already sent (refused). */
 export type CookieAuth = { session: ActiveSession } | { answered: FastifyReply } | undefined
@@ -66,7 +66,7 @@ export class SessionGate {
     }
     let session: ActiveSession | undefined
     try {
-      session = await this.sessions.use(id, { clientIp: clientIp(request), requestId: request.id })
+      session = await this.sessions.use(id, this.#context(request))
     } catch (err) {
       // The store or the refresh failed: answered in our shape here, on any route (the application's too).
       if (err instanceof AuthgateError) return { answered: sendError(request, reply, err) }
@@ -103,7 +103,7 @@ export class SessionGate {
       }
       // A sign-in over an older cookie replaces it: the old record goes too (authenticated or not).
       const older = session?.handle ?? this.#cookieHandle(request)
-      out.rewrite = (answer) => this.#issue(reply, answer, older)
+      out.rewrite = (answer) => this.#issue(request, reply, answer, older)
     }
     if (route.session === 'signOut' && session !== undefined) {
       out.rewrite = (answer) => this.#signOut(request, reply, answer, session)
@@ -111,14 +111,25 @@ export class SessionGate {
     return out
   }
 
-  /** A session answer: stored, the cookie set, the tokens taken out of the body. */
+  /** Who a request authgate makes for this one is made for (client IP, request id). */
+  #context(request: FastifyRequest): RequestContext {
+    return { clientIp: clientIp(request), requestId: request.id }
+  }
+
   #cookieHandle(request: FastifyRequest): string | undefined {
     const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
     return id === undefined ? undefined : sessionHandle(id)
   }
 
-  async #issue(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
-    if (answer.status >= 300 && answer.status < 400) return this.#issueRedirect(reply, answer, previous)
+  /** A session answer: stored, the cookie set, the tokens taken out of the body. */
+
+  async #issue(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    answer: HeldAnswer,
+    previous: string | undefined,
+  ): Promise<HeldAnswer> {
+    if (answer.status >= 300 && answer.status < 400) return this.#issueRedirect(request, reply, answer, previous)
     if (answer.status !== 200) return answer
     const split = splitSessionAnswer(answer.body)
     if (split === undefined) return answer
@@ -131,12 +142,20 @@ export class SessionGate {
   }
 
   /** An e-mail link's redirect with the session in the fragment: stored, the fragment without the tokens. */
-  async #issueRedirect(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
+  async #issueRedirect(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    answer: HeldAnswer,
+    previous: string | undefined,
+  ): Promise<HeldAnswer> {
     const at = answer.headers.findIndex((v, i) => i % 2 === 0 && v.toLowerCase() === 'location')
     const split = at === -1 ? undefined : splitSessionRedirect(answer.headers[at + 1]!)
     if (split === undefined) return answer
     // The fragment has no user: asked of Supabase Auth once, for `GET /session`.
-    const tokens = { ...split.tokens, user: await this.sessions.userOf(split.tokens.accessToken) }
+    const tokens = {
+      ...split.tokens,
+      user: await this.sessions.userOf(split.tokens.accessToken, this.#context(request)),
+    }
     const created = await this.sessions.create(tokens)
     if (previous !== undefined) await this.sessions.end(previous)
     reply.header('set-cookie', this.sessions.cookie(created))
