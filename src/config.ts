@@ -1,5 +1,5 @@
 import { isIP } from 'node:net'
-import { OPTIONAL_GROUPS, type OptionalGroup } from './auth/groups.ts'
+import { OPTIONAL_GROUPS, type OptionalGroup } from './core/route-groups.ts'
 
 /**
  * Configuration from environment variables, validated eagerly (the habit of undici's constructors):
@@ -8,7 +8,7 @@ import { OPTIONAL_GROUPS, type OptionalGroup } from './auth/groups.ts'
  */
 import { AuthgateConfigError, envValue, OFF_WORDS, parseIntIn, type Env } from './config/env.ts'
 import { settingValue, unknownVariables } from './config/schema.ts'
-import { parseServePath } from './docs-server/config.ts'
+import { parseServePath } from './config/serve-path.ts'
 import { normaliseBackendUrl, type BackendOptions } from './core/backend.ts'
 
 export { AuthgateConfigError, parseIntIn, type Env }
@@ -28,7 +28,7 @@ export interface CoreConfig {
   backendConnections: number
   /** Lifetime of cacheable answers the backend sends without Cache-Control freshness; 0: only what it marks. */
   cacheTtlMs: number
-  /** Route groups not mounted (src/auth/groups.ts); `core` cannot be among them. */
+  /** Route groups not mounted (src/core/route-groups.ts); `core` cannot be among them. */
   disabledGroups: readonly OptionalGroup[]
   /** Hosted Supabase: sent as `apikey` on every backend request, replacing the client's. */
   backendApiKey: string | undefined

@@ -16,7 +16,7 @@ export { AuthgateError, ERRORS, ErrorSchema, sendError, type ErrorCode, type Err
 
 // The mounted routes.
 export { AUTH_ROUTES, type AuthRoute, type RouteId } from './auth/routes/index.ts'
-export { ROUTE_GROUPS, OPTIONAL_GROUPS, type RouteGroup, type OptionalGroup } from './auth/groups.ts'
+export { ROUTE_GROUPS, OPTIONAL_GROUPS, type RouteGroup, type OptionalGroup } from './core/route-groups.ts'
 
 // Rate limiting and its stores.
 export {

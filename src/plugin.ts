@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
-import { mountAuthRoutes, mountRootAliases, unrouted } from './auth/mount.ts'
+import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
 import { backendOptions, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
 import { SupabaseAuthClient } from './core/backend.ts'
@@ -11,13 +11,7 @@ import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
 import { autoconfirmLookup } from './ratelimit/autoconfirm.ts'
-import {
-  createSessionGate,
-  documentCookieAccess,
-  mountSessionRoute,
-  type SessionGate,
-  type SessionOptions,
-} from './sessions/index.ts'
+import { createSessionGate, documentCookieAccess, type SessionGate, type SessionOptions } from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'

@@ -5,7 +5,7 @@ import { describeRequirements } from './query-requirements.ts'
 import type { KnownErrorCode } from './error-codes.ts'
 import { routeName, type AuthRoute } from './routes/index.ts'
 import { NO_PROTOTYPE_KEYS } from './types/common.ts'
-import { COOKIE_MODE_NOTE, COOKIE_MODE_REDIRECT_NOTE, withCookieAnswer } from '../sessions/docs.ts'
+import { COOKIE_MODE_NOTE, COOKIE_MODE_REDIRECT_NOTE, withCookieAnswer } from './session-docs.ts'
 
 /**
  * The documentation side of a mounted route: the Fastify `schema` the registry hands to the

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import type { Dispatcher, Pool as UndiciPool } from 'undici'
-import { AuthgateConfigError } from '../config/env.ts'
+import { AuthgateConfigError } from './config-error.ts'
 import { READ_ENCODING, readableBody } from './held-answer.ts'
 
 // undici's pool and its request API by their modules, not its index: the index loads fetch,

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { withoutCookie } from '../sessions/cookie.ts'
+import { withoutCookie } from '../core/cookie-pairs.ts'
 
 /**
  * Header hygiene, one list and one function per direction (the shape of Go's net/http/httputil

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { HELD_ANSWER_LIMIT, readHeldAnswer, UnreadableAnswerError, type HeldAnswer } from '../core/held-answer.ts'
 import { AuthgateError } from '../errors.ts'
-import type { BackendErrorKind } from '../observability/backend-timing.ts'
+import type { BackendErrorKind } from '../core/backend-timing.ts'
 import { inboundResponseHeaders } from './headers.ts'
 import type { ResponseCache } from './response-cache.ts'
 

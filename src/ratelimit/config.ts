@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { parseRouteKey } from '../auth/routes/id.ts'
+import { parseRouteKey } from '../core/route-key.ts'
 import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'

@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { AuthRoute } from '../auth/routes/index.ts'
 import { AuthgateError, sendError } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import type { HeldAnswer } from '../core/held-answer.ts'
@@ -18,6 +17,14 @@ export type CookieAuth = { session: ActiveSession } | { answered: FastifyReply }
 export interface ForwardAdditions {
   headers?: Record<string, string>
   rewrite?: AnswerRewrite
+}
+
+/** What the gate reads of a mounted route (src/auth/routes/entry.ts describes the fields). */
+export interface SessionRouteTraits {
+  /** The route needs the user's bearer: the cookie's session gives it. */
+  bearer?: boolean | undefined
+  /** The route's answer starts a session, or its request ends one. */
+  session?: 'issue' | 'signOut' | undefined
 }
 
 /** HTML escaping as Go's `http.Redirect` writes the location into its body. */
@@ -83,7 +90,7 @@ export class SessionGate {
   async forMountedRoute(
     request: FastifyRequest,
     reply: FastifyReply,
-    route: AuthRoute,
+    route: SessionRouteTraits,
   ): Promise<ForwardAdditions | { answered: FastifyReply }> {
     let session: ActiveSession | undefined
     if (route.bearer) {

@@ -5,7 +5,6 @@ import { SessionGate } from './gate.ts'
 import { CookieSessions } from './manager.ts'
 import { MemorySessionStore } from './memory-store.ts'
 import { RedisSessionStore } from './redis-store.ts'
-import { sessionRouteSchema } from './docs.ts'
 import type { SessionStore } from './store.ts'
 import type { RouteAccess } from '../openapi/types.ts'
 
@@ -69,16 +68,5 @@ export function documentCookieAccess(app: FastifyInstance): void {
           'Forbidden: a role, assurance level or scope is missing, or a cross-site use of the session cookie (`cross_site_request`)',
       }
     access.errors['503'] ??= { description: 'The session store could not be reached (`session_store_unavailable`)' }
-  })
-}
-
-/** `GET /session` in the auth routes' context (the page asks who is signed in). */
-export function mountSessionRoute(scope: FastifyInstance, gate: SessionGate): void {
-  scope.route({
-    method: 'GET',
-    url: '/session',
-    exposeHeadRoute: false,
-    schema: sessionRouteSchema(),
-    handler: (request, reply) => gate.current(request, reply),
   })
 }
