@@ -8,7 +8,7 @@ export type { SupabaseAuthClient, BackendOptions } from './core/backend.ts'
 
 // Options: one resolver, one error naming the option.
 export { resolveConfig, loadCoreConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
-export { AuthgateConfigError } from './config/env.ts'
+export { AuthgateConfigError } from './core/config-error.ts'
 export { loadRateLimitSettings } from './settings.ts'
 
 // The error answers, in Supabase Auth's shape.
