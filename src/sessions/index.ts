@@ -23,7 +23,7 @@ declare module 'fastify' {
 export function createSessionStore(config: SessionConfig, log: FastifyBaseLogger): SessionStore {
   if (config.store.kind === 'memory') return new MemorySessionStore({ maxEntries: config.store.maxEntries })
   let lastError = ''
-  return new RedisSessionStore(config.store, {
+  const store = new RedisSessionStore(config.store, {
     // One line per distinct failure, not one per reconnect attempt.
     onConnectionError: (err) => {
       if (err.message === lastError) return
@@ -31,6 +31,9 @@ export function createSessionStore(config: SessionConfig, log: FastifyBaseLogger
       log.warn({ err: { message: err.message } }, 'cookie sessions: Redis connection error')
     },
   })
+  // Once connected again, the next failure is news, even when it reads as the last one did.
+  store.client.on('ready', () => (lastError = ''))
+  return store
 }
 
 /** Builds the sessions of the plugin's `sessions` option (a resolved configuration passes unchanged). */
