@@ -1,5 +1,5 @@
 import { isIP } from 'node:net'
-import { OPTIONAL_GROUPS, type OptionalGroup } from './auth/groups.ts'
+import { OPTIONAL_GROUPS, type OptionalGroup } from './core/route-groups.ts'
 
 /**
  * Configuration from environment variables, validated eagerly (the habit of undici's constructors):
@@ -8,8 +8,8 @@ import { OPTIONAL_GROUPS, type OptionalGroup } from './auth/groups.ts'
  */
 import { AuthgateConfigError, envValue, OFF_WORDS, parseIntIn, type Env } from './config/env.ts'
 import { settingValue, unknownVariables } from './config/schema.ts'
-import { parseServePath } from './docs-server/config.ts'
-import { normaliseBackendUrl } from './core/backend.ts'
+import { parseServePath } from './config/serve-path.ts'
+import { normaliseBackendUrl, type BackendOptions } from './core/backend.ts'
 
 export { AuthgateConfigError, parseIntIn, type Env }
 
@@ -28,7 +28,7 @@ export interface CoreConfig {
   backendConnections: number
   /** Lifetime of cacheable answers the backend sends without Cache-Control freshness; 0: only what it marks. */
   cacheTtlMs: number
-  /** Route groups not mounted (src/auth/groups.ts); `core` cannot be among them. */
+  /** Route groups not mounted (src/core/route-groups.ts); `core` cannot be among them. */
   disabledGroups: readonly OptionalGroup[]
   /** Hosted Supabase: sent as `apikey` on every backend request, replacing the client's. */
   backendApiKey: string | undefined
@@ -294,6 +294,35 @@ const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
 }
 
 /** What code may pass: any core option, the backend URL also as a string. */
+/**
+ * The options of the one connection to Supabase Auth, from the configuration: the service, the
+ * plugin and the doctor build their `SupabaseAuthClient` from these, so each sends the same
+ * `apikey`, request-id and client-IP headers.
+ */
+export function backendOptions(
+  config: Pick<
+    CoreConfig,
+    | 'backendUrl'
+    | 'backendApiKey'
+    | 'backendTimeoutMs'
+    | 'backendConnectTimeoutMs'
+    | 'backendConnections'
+    | 'requestIdHeader'
+    | 'clientIpHeader'
+  >,
+  connections = config.backendConnections,
+): BackendOptions {
+  return {
+    url: config.backendUrl,
+    apiKey: config.backendApiKey,
+    timeoutMs: config.backendTimeoutMs,
+    connectTimeoutMs: config.backendConnectTimeoutMs,
+    connections,
+    requestIdHeader: config.requestIdHeader,
+    clientIpHeader: config.clientIpHeader,
+  }
+}
+
 export type CoreConfigInput = Partial<Omit<CoreConfig, 'backendUrl'>> & { backendUrl?: URL | string }
 
 /** The options given in the environment, parsed from their text; absent ones are left out. */

@@ -33,6 +33,8 @@ export const ERRORS = {
   },
   session_store_unavailable: { status: 503, message: 'The session store could not be reached' },
   backend_unreachable: { status: 502, message: 'The authentication backend could not be reached' },
+  // An answer authgate must read (a session answer, a mended one) in a coding it cannot undo.
+  backend_unreadable: { status: 502, message: 'The answer of the authentication backend could not be read' },
   request_timeout: { status: 504, message: 'The authentication backend did not answer in time' },
   unexpected_failure: { status: 500, message: 'Unexpected failure' },
   // Answered on the connection itself, before or instead of routing (src/http/client-errors.ts).

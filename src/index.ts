@@ -8,7 +8,7 @@ export type { SupabaseAuthClient, BackendOptions } from './core/backend.ts'
 
 // Options: one resolver, one error naming the option.
 export { resolveConfig, loadCoreConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
-export { AuthgateConfigError } from './config/env.ts'
+export { AuthgateConfigError } from './core/config-error.ts'
 export { loadRateLimitSettings } from './settings.ts'
 
 // The error answers, in Supabase Auth's shape.
@@ -16,7 +16,7 @@ export { AuthgateError, ERRORS, ErrorSchema, sendError, type ErrorCode, type Err
 
 // The mounted routes.
 export { AUTH_ROUTES, type AuthRoute, type RouteId } from './auth/routes/index.ts'
-export { ROUTE_GROUPS, OPTIONAL_GROUPS, type RouteGroup, type OptionalGroup } from './auth/groups.ts'
+export { ROUTE_GROUPS, OPTIONAL_GROUPS, type RouteGroup, type OptionalGroup } from './core/route-groups.ts'
 
 // Rate limiting and its stores.
 export {

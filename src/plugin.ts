@@ -2,22 +2,16 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
-import { mountAuthRoutes, mountRootAliases, unrouted } from './auth/mount.ts'
+import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
-import { resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
+import { backendOptions, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
 import { SupabaseAuthClient } from './core/backend.ts'
 import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
 import { autoconfirmLookup } from './ratelimit/autoconfirm.ts'
-import {
-  createSessionGate,
-  documentCookieAccess,
-  mountSessionRoute,
-  type SessionGate,
-  type SessionOptions,
-} from './sessions/index.ts'
+import { createSessionGate, documentCookieAccess, type SessionGate, type SessionOptions } from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'
@@ -103,15 +97,7 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
  */
 async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptions): Promise<void> {
   const config: GatewayConfig = resolveConfig(options.config as CoreConfigInput | undefined)
-  const backend = new SupabaseAuthClient({
-    url: config.backendUrl,
-    apiKey: config.backendApiKey,
-    timeoutMs: config.backendTimeoutMs,
-    connectTimeoutMs: config.backendConnectTimeoutMs,
-    connections: config.backendConnections,
-    requestIdHeader: config.requestIdHeader,
-    clientIpHeader: config.clientIpHeader,
-  })
+  const backend = new SupabaseAuthClient(backendOptions(config))
   const sessions = options.sessions
     ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
     : undefined

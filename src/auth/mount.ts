@@ -9,7 +9,8 @@ import { decodedBasicCredentials } from './client-credentials.ts'
 import { queryHook, readQueryAsBackend } from './query.ts'
 import { queryRequirementsHook } from './query-requirements.ts'
 import { routeSchema } from './route-docs.ts'
-import { routeKey } from './routes/id.ts'
+import { sessionRouteSchema } from './session-docs.ts'
+import { routeKey } from '../core/route-key.ts'
 import type { AuthRoute, HttpMethod } from './routes/index.ts'
 
 export interface MountOptions {
@@ -285,4 +286,15 @@ export function mountRootAliases(app: FastifyInstance, options: MountOptions): v
       },
     })
   }
+}
+
+/** `GET /session` in the auth routes' context (the page asks who is signed in). */
+export function mountSessionRoute(scope: FastifyInstance, gate: SessionGate): void {
+  scope.route({
+    method: 'GET',
+    url: '/session',
+    exposeHeadRoute: false,
+    schema: sessionRouteSchema(),
+    handler: (request, reply) => gate.current(request, reply),
+  })
 }

@@ -1,12 +1,10 @@
-import type { HeldAnswer } from '../proxy/relay.ts'
+import type { HeldAnswer } from '../core/held-answer.ts'
 
-/** The JSON object of an answer, when it is one and is not content-encoded. */
+/** The JSON object of an answer, when it is one (a held answer comes decoded: src/core/held-answer.ts). */
 function jsonObject(answer: HeldAnswer): Record<string, unknown> | undefined {
   let json = false
   for (let i = 0; i < answer.headers.length; i += 2) {
-    const name = answer.headers[i]!.toLowerCase()
-    if (name === 'content-encoding') return undefined
-    if (name === 'content-type') json = /^application\/json\b/i.test(answer.headers[i + 1]!)
+    if (answer.headers[i]!.toLowerCase() === 'content-type') json = /^application\/json\b/i.test(answer.headers[i + 1]!)
   }
   if (!json) return undefined
   try {

@@ -5,7 +5,7 @@ import { describeRequirements } from './query-requirements.ts'
 import type { KnownErrorCode } from './error-codes.ts'
 import { routeName, type AuthRoute } from './routes/index.ts'
 import { NO_PROTOTYPE_KEYS } from './types/common.ts'
-import { COOKIE_MODE_NOTE, COOKIE_MODE_REDIRECT_NOTE, withCookieAnswer } from '../sessions/docs.ts'
+import { COOKIE_MODE_NOTE, COOKIE_MODE_REDIRECT_NOTE, withCookieAnswer } from './session-docs.ts'
 
 /**
  * The documentation side of a mounted route: the Fastify `schema` the registry hands to the
@@ -109,6 +109,8 @@ export function errorCodes(route: AuthRoute, limited: boolean, cookieSessions = 
     gateway('cross_site_request')
     gateway('session_store_unavailable')
   }
+  // An answer authgate reads itself and cannot decode is refused (src/core/held-answer.ts).
+  if (route.mend !== undefined || (cookieSessions && route.session !== undefined)) gateway('backend_unreadable')
   gateway('unexpected_failure')
   gateway('backend_unreachable')
   gateway('request_timeout')
@@ -130,7 +132,9 @@ function statusDescription(status: number, codes: StatusCodes, route: AuthRoute,
   }
   switch (status) {
     case 502:
-      return 'Supabase Auth could not be reached (`backend_unreachable`)'
+      return codes.gateway.has('backend_unreadable')
+        ? 'Supabase Auth could not be reached (`backend_unreachable`), or its answer could not be read (`backend_unreadable`)'
+        : 'Supabase Auth could not be reached (`backend_unreachable`)'
     case 504:
       return 'Supabase Auth did not answer in time (`request_timeout`, from authgate or from Supabase Auth)'
     case 500:

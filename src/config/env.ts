@@ -3,18 +3,9 @@
  * range. The core, rate-limit and documentation settings all read the environment through these.
  */
 
-/**
- * A setting that cannot be used, named as the user gave it: the environment variable
- * (`AUTHGATE_BACKEND_URL`) or the option (`backendUrl`, `protect.issuer`).
- */
-export class AuthgateConfigError extends Error {
-  readonly option: string
-  constructor(option: string, message: string) {
-    super(`${option}: ${message}`)
-    this.name = 'AuthgateConfigError'
-    this.option = option
-  }
-}
+import { AuthgateConfigError } from '../core/config-error.ts'
+
+export { AuthgateConfigError }
 
 export type Env = Record<string, string | undefined>
 

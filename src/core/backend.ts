@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import type { Dispatcher, Pool as UndiciPool } from 'undici'
-import { AuthgateConfigError } from '../config/env.ts'
+import { AuthgateConfigError } from './config-error.ts'
+import { READ_ENCODING, readableBody } from './held-answer.ts'
 
 // undici's pool and its request API by their modules, not its index: the index loads fetch,
 // WebSocket, EventSource, the cache stores and mocks, about 12 MB of resident memory a gateway
@@ -69,13 +70,26 @@ export interface BackendResponse {
   body: { cancel(): Promise<void> } | null
 }
 
+/** On whose behalf authgate sends a backend request: the client's address and the request's id. */
+export interface RequestIdentity {
+  clientIp?: string | undefined
+  requestId?: string | undefined
+}
+
 /**
  * A fetch-shaped call to the backend, for the parts that want a whole answer (readiness, session
- * check, key set, cookie sessions' refresh and sign-out, the doctor).
+ * check, key set, cookie sessions' refresh and sign-out, the doctor). `identity` names the client
+ * the request is made for; its headers are set as for a forwarded request.
  */
 export type BackendFetch = (
   url: string | URL,
-  init?: { method?: string; body?: string; headers?: Record<string, string> | Headers; signal?: AbortSignal },
+  init?: {
+    method?: string
+    body?: string
+    headers?: Record<string, string> | Headers
+    signal?: AbortSignal
+    identity?: RequestIdentity
+  },
 ) => Promise<BackendResponse>
 
 /**
@@ -89,10 +103,13 @@ export class SupabaseAuthClient {
   readonly basePath: string
   readonly options: Readonly<ResolvedBackendOptions>
   readonly #pool: UndiciPool
-  /** Header pairs set on every request (the `apikey`), flat as undici takes them. */
-  readonly fixedHeaders: readonly string[]
   /** Lower-case names of client headers this client replaces (the request id, the `apikey`, the client-IP header). */
   readonly replacedHeaders: readonly string[]
+  /** The configured client-IP header (lower case) when it is not `x-forwarded-for`. */
+  readonly #ipHeader: string | undefined
+  readonly #idHeader: string | undefined
+  /** The `apikey` pair, or none. */
+  readonly #fixed: readonly string[]
 
   constructor(options: BackendOptions) {
     const url = normaliseBackendUrl('backend.url', options.url)
@@ -105,14 +122,35 @@ export class SupabaseAuthClient {
       keepAliveTimeout: 10_000,
       connectTimeout: options.connectTimeoutMs,
     })
-    this.fixedHeaders = options.apiKey !== undefined ? ['apikey', options.apiKey] : []
+    this.#fixed = options.apiKey !== undefined ? ['apikey', options.apiKey] : []
     const ipHeader = options.clientIpHeader?.toLowerCase()
+    this.#ipHeader = ipHeader !== undefined && ipHeader !== 'x-forwarded-for' ? ipHeader : undefined
+    this.#idHeader = options.requestIdHeader?.toLowerCase()
     this.replacedHeaders = [
-      ...(options.requestIdHeader !== undefined ? [options.requestIdHeader.toLowerCase()] : []),
+      ...(this.#idHeader !== undefined ? [this.#idHeader] : []),
       ...(options.apiKey !== undefined ? ['apikey'] : []),
       // A client's own copy of the client-IP header never reaches the backend.
-      ...(ipHeader !== undefined && ipHeader !== 'x-forwarded-for' ? [ipHeader] : []),
+      ...(this.#ipHeader !== undefined ? [this.#ipHeader] : []),
     ]
+  }
+
+  /**
+   * The identity of one backend request, flat [name, value, ...]: the client IP in
+   * `x-forwarded-for` and in the configured client-IP header (what Supabase Auth limits by), the
+   * request id in its header, the `apikey`. The one source of these headers for every request to
+   * Supabase Auth: forwarded, cookie sessions' refresh, the doctor's probes, the key set.
+   */
+  identityHeaders(who: RequestIdentity = {}): string[] {
+    const out: string[] = []
+    const ip = who.clientIp
+    if (ip !== undefined) {
+      // One value, so Supabase Auth's left-most pick is the IP authgate decided on (D4).
+      out.push('x-forwarded-for', ip)
+      if (this.#ipHeader !== undefined) out.push(this.#ipHeader, ip)
+    }
+    if (this.#idHeader !== undefined && who.requestId !== undefined) out.push(this.#idHeader, who.requestId)
+    for (const v of this.#fixed) out.push(v)
+    return out
   }
 
   /** The backend URL of a path relative to the base (`/user` → `https://<ref>.supabase.co/auth/v1/user`). */
@@ -137,7 +175,10 @@ export class SupabaseAuthClient {
     const given = init.headers as { forEach?: (f: (value: string, name: string) => void) => void } | undefined
     if (typeof given?.forEach === 'function') given.forEach((value, name) => (headers[name.toLowerCase()] = value))
     else if (given) for (const [name, value] of Object.entries(given)) headers[name.toLowerCase()] = String(value)
-    if (this.options.apiKey !== undefined) headers.apikey = this.options.apiKey
+    const identity = this.identityHeaders(init.identity)
+    for (let i = 0; i < identity.length; i += 2) headers[identity[i]!] = identity[i + 1]!
+    // authgate reads these answers itself: asked for uncompressed, decoded if compressed anyway.
+    headers['accept-encoding'] ??= READ_ENCODING
     // A redirect is the backend's answer to report, never one to follow from here (undici's
     // request does not follow them).
     const answer = await requestThrough.call(this.#pool, {
@@ -149,6 +190,9 @@ export class SupabaseAuthClient {
     })
     const body = answer.body
     const raw = answer.headers
+    const encoding = raw['content-encoding']
+    const bytes = async () =>
+      readableBody(Array.isArray(encoding) ? encoding.join(', ') : encoding, Buffer.from(await body.arrayBuffer()))
     return {
       status: answer.statusCode,
       headers: {
@@ -157,9 +201,12 @@ export class SupabaseAuthClient {
           return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
         },
       },
-      text: () => body.text(),
-      json: () => body.json(),
-      arrayBuffer: () => body.arrayBuffer(),
+      text: async () => (await bytes()).toString('utf8'),
+      json: async () => JSON.parse((await bytes()).toString('utf8')) as unknown,
+      arrayBuffer: async () => {
+        const b = await bytes()
+        return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer
+      },
       body: { cancel: () => body.dump().then(() => undefined) },
     }
   }

@@ -1,4 +1,5 @@
 import { AuthgateConfigError, envValue, OFF_WORDS, type Env } from '../config/env.ts'
+import { parseServePath } from '../config/serve-path.ts'
 import { settingValue } from '../config/schema.ts'
 import type { RouteRegistry } from '../openapi/registry.ts'
 import type { DocumentOptions } from '../openapi/types.ts'
@@ -38,21 +39,6 @@ export function derive30Path(openapiPath: string): string {
   return openapiPath.endsWith('.json')
     ? `${openapiPath.slice(0, -'.json'.length)}-3.0.json`
     : `${openapiPath.replace(/\/$/, '')}-3.0`
-}
-
-/** A plain absolute path (`/docs`, `/api/openapi.json`); `/` allowed; no trailing slash, query or fragment. */
-export function parseServePath(variable: string, raw: string): string {
-  const p = raw.trim()
-  if (p === '/') return p
-  if (!/^(\/[A-Za-z0-9._~!$&'()*+,;=@-]+)+$/.test(p)) {
-    throw new AuthgateConfigError(
-      variable,
-      `must be an absolute path of plain segments like /docs or /api/openapi.json (no trailing slash, query or parameters), got ${JSON.stringify(raw)}`,
-    )
-  }
-  if (p.split('/').some((s) => s === '.' || s === '..'))
-    throw new AuthgateConfigError(variable, `must not contain "." or ".." segments, got ${JSON.stringify(raw)}`)
-  return p
 }
 
 function parseText(variable: string, raw: string, max: number): string {

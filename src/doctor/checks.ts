@@ -308,11 +308,11 @@ async function clientIpProbe(input: DoctorInput, add: (f: Finding) => void): Pro
   const header = input.config.clientIpHeader
   const label = headerLabel(header)
   const send = async (ip: string) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-forwarded-for': ip }
-    if (header !== 'x-forwarded-for') headers[header] = ip
     const response = await input.backend.fetch(input.backend.resolve('/otp'), {
       method: 'POST',
-      headers,
+      headers: { 'content-type': 'application/json' },
+      // As a forwarded request from that address carries it (the configured header included).
+      identity: { clientIp: ip },
       body: '{}',
       signal: AbortSignal.timeout(input.config.backendTimeoutMs),
     })

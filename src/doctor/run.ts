@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { CoreConfig } from '../config.ts'
+import { backendOptions, type CoreConfig } from '../config.ts'
 import { SupabaseAuthClient } from '../core/backend.ts'
 import type { RateLimitConfig } from '../ratelimit/config.ts'
 import { runChecks } from './checks.ts'
@@ -11,21 +11,10 @@ export interface DoctorSettings {
   publicUrl: string | undefined
 }
 
-function clientFor(core: CoreConfig): SupabaseAuthClient {
-  return new SupabaseAuthClient({
-    url: core.backendUrl,
-    apiKey: core.backendApiKey,
-    timeoutMs: core.backendTimeoutMs,
-    connectTimeoutMs: core.backendConnectTimeoutMs,
-    connections: 4,
-    requestIdHeader: core.requestIdHeader,
-    clientIpHeader: core.clientIpHeader,
-  })
-}
-
 /** The checks with a client of their own, closed afterwards. */
 export async function diagnose(settings: DoctorSettings, probe: boolean): Promise<Finding[]> {
-  const backend = clientFor(settings.core)
+  // A few connections: the doctor sends one request at a time.
+  const backend = new SupabaseAuthClient(backendOptions(settings.core, 4))
   try {
     return await runChecks({
       config: settings.core,

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { ERRORS, errorResponse, wantsNewErrorShape, type ErrorCode } from '../errors.ts'
-import { throttle } from '../observability/log-throttle.ts'
+import { throttle } from '../core/log-throttle.ts'
 import { redactUrl } from '../observability/redact.ts'
 import { newRequestId, requestIdOf } from '../observability/request-id.ts'
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { throttle } from '../observability/log-throttle.ts'
+import { throttle } from '../core/log-throttle.ts'
 
 /** How many connections the limit has closed so far (the metrics read it). */
 export interface ConnectionLimit {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { RateLimiter } from '../ratelimit/index.ts'
-import type { BackendExchange } from './backend-timing.ts'
+import type { BackendExchange } from '../core/backend-timing.ts'
 import type { MetricsSource } from './cluster-metrics.ts'
 import type { Readiness } from './health.ts'
 import { RequestSeries, type RouteSeries } from './request-series.ts'

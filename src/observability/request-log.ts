@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import pino from 'pino'
 import { clientIp } from '../proxy/client-ip.ts'
-import { backendOf } from './backend-timing.ts'
+import { backendOf } from '../core/backend-timing.ts'
 import { redactUrl } from './redact.ts'
 
 /** The reason of one of authgate's own errors, from the body `sendError` wrote; never a body excerpt. */

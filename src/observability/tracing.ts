@@ -3,6 +3,7 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { trustedPeers } from './request-id.ts'
 import { unmapIPv4 } from '../core/ip.ts'
+import { attachSpan, spanOf, type BackendTracer } from '../core/trace-event.ts'
 import { isIPv4 } from 'node:net'
 
 /**
@@ -16,16 +17,6 @@ import { isIPv4 } from 'node:net'
  * async hooks whether traced or not.
  */
 
-/** What the forwarder asks of tracing for each backend exchange. */
-export interface BackendTracer {
-  /** Starts the client span; its `traceparent` (and `tracestate`) go to the backend in place of the client's. */
-  start(request: FastifyRequest, method: string, path: string): BackendSpan
-}
-export interface BackendSpan {
-  headers: string[]
-  end(status: number | undefined, error: string | undefined): void
-}
-
 export interface TracingOptions {
   /** Where spans go; by default OTLP/HTTP configured by the standard OTEL_EXPORTER_OTLP_* variables. */
   exporter?: SpanExporter
@@ -33,14 +24,6 @@ export interface TracingOptions {
   trustedProxies: readonly string[]
   /** The backend's host, for the client spans' `server.address`. */
   backendHost: string
-}
-
-const kSpan = Symbol('authgate.span')
-type WithSpan = FastifyRequest & { [kSpan]?: Span }
-
-/** Records a decision on the request's server span; nothing when the request is not traced. */
-export function traceEvent(request: FastifyRequest, name: string, attributes: Record<string, string | number>): void {
-  ;(request as WithSpan)[kSpan]?.addEvent(name, attributes)
 }
 
 type Getter = {
@@ -93,11 +76,11 @@ export async function installTracing(app: FastifyInstance, options: TracingOptio
       },
       parent,
     )
-    ;(request as WithSpan)[kSpan] = span
+    attachSpan(request, span)
     done()
   })
   app.addHook('onResponse', (request, reply, done) => {
-    const span = (request as WithSpan)[kSpan]
+    const span = spanOf<Span>(request)
     if (span !== undefined) {
       span.setAttribute('http.response.status_code', reply.statusCode)
       if (reply.statusCode >= 500) span.setStatus({ code: api.SpanStatusCode.ERROR })
@@ -111,7 +94,7 @@ export async function installTracing(app: FastifyInstance, options: TracingOptio
 
   return {
     start(request, method, path) {
-      const server = (request as WithSpan)[kSpan]
+      const server = spanOf<Span>(request)
       const context = server === undefined ? api.ROOT_CONTEXT : api.trace.setSpan(api.ROOT_CONTEXT, server)
       const span = tracer.startSpan(
         method,
@@ -128,7 +111,7 @@ export async function installTracing(app: FastifyInstance, options: TracingOptio
         },
       })
       return {
-        headers: Object.entries(carrier).flat(),
+        headers: carrier,
         end(status, error) {
           if (status !== undefined) span.setAttribute('http.response.status_code', status)
           if (error !== undefined) {

@@ -6,6 +6,7 @@ import { SessionCheckUnavailableError, type SessionChecker } from './session.ts'
 import { JwksUnavailableError, TokenRejected } from './errors.ts'
 import type { TokenVerifier } from './verify.ts'
 import { bearerChallenge, type BearerChallenge } from './www-authenticate.ts'
+import { AuthgateConfigError } from '../core/config-error.ts'
 
 /** What the route hooks need: built once by the protect plugin, shared by every protected route. */
 export interface Protection {
@@ -130,7 +131,11 @@ export function createProtection(
       }
     }
     if (auth.session) {
-      if (!sessions) throw new Error('protect: a route asks for a session check but sessionCheck is not configured')
+      if (!sessions)
+        throw new AuthgateConfigError(
+          'auth.session',
+          'a route asks for a session check but `sessionCheck` is not configured',
+        )
       let state
       try {
         state = await sessions.check(user)
@@ -160,7 +165,7 @@ export function createProtection(
     hook(option) {
       const auth = normaliseAuth(option)
       if (auth.session && !sessions)
-        throw new TypeError('protect: `session: true` needs `sessionCheck` in the protect options')
+        throw new AuthgateConfigError('auth.session', '`session: true` needs `sessionCheck` in the protect options')
       return (request, reply) => authenticate(request, reply, auth)
     },
   }

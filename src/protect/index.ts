@@ -9,6 +9,7 @@ import {
 } from './resource-metadata.ts'
 import { SessionChecker, type SessionCheckOptions } from './session.ts'
 import { createTokenVerifier, type VerifierOptions } from './verify.ts'
+import { AuthgateConfigError } from '../core/config-error.ts'
 
 export interface ProtectOptions extends VerifierOptions {
   /**
@@ -44,7 +45,7 @@ export function createProtectionFromOptions(options: ProtectOptions): {
   const verifier = createTokenVerifier({ ...options, ...(backend ? { backend } : {}) })
   let sessions: SessionChecker | undefined
   if (options.sessionCheck) {
-    if (!backend) throw new TypeError('protect: `sessionCheck` needs `backendUrl`')
+    if (!backend) throw new AuthgateConfigError('protect.sessionCheck', 'needs `backendUrl`')
     sessions = new SessionChecker({
       backend,
       ...(options.sessionCheck === true ? {} : options.sessionCheck),

@@ -1,5 +1,6 @@
 import type { AuthAssuranceLevel } from './claims.ts'
 import { isRecord } from '../core/is-record.ts'
+import { AuthgateConfigError } from '../core/config-error.ts'
 
 /** What a route asks of the caller's access token. */
 export interface AuthRequirement {
@@ -33,9 +34,9 @@ const list = (v: string | readonly string[] | undefined): string[] =>
 export function normaliseAuth(option: AuthOption): RouteAuth {
   const r: AuthRequirement = typeof option === 'string' ? { mode: option } : option
   if (r.mode !== undefined && r.mode !== 'required' && r.mode !== 'optional')
-    throw new TypeError(`auth.mode must be 'required' or 'optional', got ${JSON.stringify(r.mode)}`)
+    throw new AuthgateConfigError('auth.mode', `must be 'required' or 'optional', got ${JSON.stringify(r.mode)}`)
   if (r.aal !== undefined && !['aal1', 'aal2', 'aal3'].includes(r.aal))
-    throw new TypeError(`auth.aal must be aal1, aal2 or aal3, got ${JSON.stringify(r.aal)}`)
+    throw new AuthgateConfigError('auth.aal', `must be aal1, aal2 or aal3, got ${JSON.stringify(r.aal)}`)
   return {
     mode: r.mode ?? 'required',
     roles: list(r.role),

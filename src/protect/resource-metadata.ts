@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { AuthgateConfigError } from '../core/config-error.ts'
 
 export const PROTECTED_RESOURCE_WELL_KNOWN = '/.well-known/oauth-protected-resource'
 
@@ -44,7 +45,8 @@ export function resolveResourceMetadata(
 ): ResolvedResourceMetadata {
   const resource = (options.resource ?? new URL(issuer).origin).replace(/\/+$/, '')
   const url = new URL(resource)
-  if (url.search || url.hash) throw new TypeError('protect: the resource identifier must have no query or fragment')
+  if (url.search || url.hash)
+    throw new AuthgateConfigError('protect.resourceMetadata.resource', 'must have no query or fragment')
   const path = PROTECTED_RESOURCE_WELL_KNOWN + (url.pathname === '/' ? '' : url.pathname)
   const document: ResourceMetadata = {
     resource,

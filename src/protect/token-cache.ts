@@ -1,6 +1,7 @@
 import type { JSONWebKeySet } from 'jose'
 import type { AuthUser } from './claims.ts'
 import type { Jwks } from './jwks.ts'
+import { AuthgateConfigError } from '../core/config-error.ts'
 
 export interface TokenCacheOptions {
   /** Most tokens remembered at once (default 10 000; the least recently used are forgotten first). */
@@ -50,7 +51,7 @@ export class VerifiedTokenCache {
   constructor(jwks: Jwks | undefined, options: TokenCacheOptions = {}) {
     const max = options.maxEntries ?? 10_000
     if (!Number.isInteger(max) || max < 1)
-      throw new TypeError(`protect: tokenCache.maxEntries must be a positive integer, got ${max}`)
+      throw new AuthgateConfigError('protect.tokenCache.maxEntries', `must be a positive integer, got ${max}`)
     this.#max = max
     this.#jwks = jwks
   }

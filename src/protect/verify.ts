@@ -4,6 +4,7 @@ import { toAuthUser, type AuthUser } from './claims.ts'
 import { createJwks, type FetchImplementation, type Jwks } from './jwks.ts'
 import { JwksUnavailableError, TokenRejected } from './errors.ts'
 import { VerifiedTokenCache, type TokenCacheOptions } from './token-cache.ts'
+import { AuthgateConfigError } from '../core/config-error.ts'
 
 /** The asymmetric algorithms Supabase Auth signs with. */
 export const ASYMMETRIC_ALGORITHMS = ['ES256', 'ES512', 'RS256', 'RS512', 'EdDSA', 'Ed25519'] as const
@@ -66,12 +67,14 @@ function describe(err: unknown): string {
 }
 
 export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
-  if (!options.issuer) throw new TypeError('protect: `issuer` is required (Supabase Auth’s GOTRUE_JWT_ISSUER)')
+  if (!options.issuer)
+    throw new AuthgateConfigError('protect.issuer', 'is required (Supabase Auth’s GOTRUE_JWT_ISSUER)')
   const useJwks = options.jwks !== false
-  if (!useJwks && !options.secret) throw new TypeError('protect: with `jwks: false`, a `secret` is required')
+  if (!useJwks && !options.secret) throw new AuthgateConfigError('protect.secret', 'is required with `jwks: false`')
   let jwksUrl = options.jwksUrl
   if (useJwks && !jwksUrl) {
-    if (!options.backend) throw new TypeError('protect: give `backendUrl` or `jwksUrl` for the signing keys')
+    if (!options.backend)
+      throw new AuthgateConfigError('protect.jwksUrl', 'give `backendUrl` or `jwksUrl` for the signing keys')
     jwksUrl = options.backend.resolve('/.well-known/jwks.json')
   }
   // The key set on the backend goes through its connection (its `apikey` included); another URL is plain fetch.

@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { BackendSpan, BackendTracer } from '../observability/tracing.ts'
+import type { BackendSpan, BackendTracer } from '../core/trace-event.ts'
 import type { SupabaseAuthClient } from '../core/backend.ts'
+import { READ_ENCODING } from '../core/held-answer.ts'
 import { AuthgateError, sendError } from '../errors.ts'
-import { recordBackend, type BackendErrorKind, type BackendExchange } from '../observability/backend-timing.ts'
-import { throttle } from '../observability/log-throttle.ts'
+import { recordBackend, type BackendErrorKind, type BackendExchange } from '../core/backend-timing.ts'
+import { throttle } from '../core/log-throttle.ts'
 import { clientIp } from './client-ip.ts'
 import { outboundRequestHeaders } from './headers.ts'
 import { mergeOwnHeaders, Relay, type AnswerRewrite } from './relay.ts'
@@ -70,8 +71,6 @@ export class Forwarder {
   readonly #backend: SupabaseAuthClient
   readonly #timeoutMs: number
   readonly #cache: ResponseCache | undefined
-  readonly #requestIdHeader: string | undefined
-  readonly #clientIpHeader: string
   readonly #ownCors: boolean
   readonly #sessionCookie: string | undefined
   // While the backend is down every request fails the same way: one line per kind and 10 s, and
@@ -92,8 +91,6 @@ export class Forwarder {
     this.#backend = options.backend
     this.#timeoutMs = options.backend.options.timeoutMs
     this.#cache = options.cache === false ? undefined : new ResponseCache(options.cache ?? { defaultTtlMs: 10_000 })
-    this.#requestIdHeader = options.backend.options.requestIdHeader
-    this.#clientIpHeader = options.backend.options.clientIpHeader?.toLowerCase() ?? 'x-forwarded-for'
     this.#ownCors = options.ownCors ?? false
     this.#sessionCookie = options.sessionCookie
   }
@@ -184,35 +181,25 @@ export class Forwarder {
   }
 
   /**
-   * The request's headers after hygiene, with authgate's request id (never the client's own,
-   * unless it came through a trusted proxy) and the configured apikey in place of the client's.
+   * The request's headers after hygiene, with its backend identity (client IP, authgate's request
+   * id, never the client's own unless it came through a trusted proxy, the configured apikey) in
+   * place of the client's.
    */
-  #outboundHeaders(request: FastifyRequest, target: ForwardTarget, trace?: string[]): string[] {
-    const idHeader = this.#requestIdHeader
-    const own = trace === undefined ? this.#backend.fixedHeaders : [...this.#backend.fixedHeaders, ...trace]
+  #outboundHeaders(request: FastifyRequest, target: ForwardTarget, trace?: Record<string, string>): string[] {
+    // An answer authgate reads is asked for uncompressed, whatever the page accepts.
+    let headers =
+      target.rewrite !== undefined ? { ...target.headers, 'accept-encoding': READ_ENCODING } : target.headers
+    // With tracing on, the client span's trace context replaces the client's.
+    if (trace !== undefined) headers = { ...headers, ...trace }
     return outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
-      clientIp: clientIp(request),
-      clientIpHeader: this.#clientIpHeader,
+      identity: this.#backend.identityHeaders({ clientIp: clientIp(request), requestId: request.id }),
       host: request.headers.host,
       proto: request.protocol,
       ownCookie: this.#sessionCookie,
-      replaced:
-        target.headers || trace
-          ? [
-              ...this.#backend.replacedHeaders,
-              ...(target.headers ? Object.keys(target.headers) : []),
-              ...(trace ? TRACE_HEADERS : []),
-            ]
-          : this.#backend.replacedHeaders,
-      // Built per request only when it has something of the request's own to carry.
-      set:
-        idHeader === undefined && !target.headers
-          ? own
-          : [
-              ...(idHeader === undefined ? [] : [idHeader, request.id]),
-              ...own,
-              ...(target.headers ? Object.entries(target.headers).flat() : []),
-            ],
+      replaced: headers
+        ? [...this.#backend.replacedHeaders, ...Object.keys(headers), ...(trace ? TRACE_HEADERS : [])]
+        : this.#backend.replacedHeaders,
+      set: headers ? Object.entries(headers).flat() : undefined,
     })
   }
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { withoutCookie } from '../sessions/cookie.ts'
+import { withoutCookie } from '../core/cookie-pairs.ts'
 
 /**
  * Header hygiene, one list and one function per direction (the shape of Go's net/http/httputil
@@ -56,14 +56,16 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
 }
 
 export interface ForwardedIdentity {
-  clientIp: string
-  /** Another header the client IP travels in besides `x-forwarded-for` (lower case). */
-  clientIpHeader?: string | undefined
+  /**
+   * The backend identity of the request, flat [name, value, ...]: client IP, request id, `apikey`
+   * (`SupabaseAuthClient.identityHeaders`).
+   */
+  identity: readonly string[]
   host?: string | undefined
   proto?: string | undefined
   /** Headers the gateway sets itself (request id, a configured apikey): the client's are dropped. */
   replaced?: readonly string[] | undefined
-  /** Their values, as a flat [name, value, ...] list appended last. */
+  /** Headers a route sets in place of the client's, as a flat [name, value, ...] list appended last. */
   set?: readonly string[] | undefined
   /**
    * authgate's own session cookie (cookie sessions): a credential for authgate, so it is taken out
@@ -96,11 +98,8 @@ export function outboundRequestHeaders(
     }
     out.push(name, rawHeaders[i + 1]!)
   }
-  // One value, so Supabase Auth's left-most pick is the IP authgate decided on; in a header of
-  // the operator's choosing too (the client's own copy is among `replaced`).
-  out.push('x-forwarded-for', id.clientIp)
-  if (id.clientIpHeader !== undefined && id.clientIpHeader !== 'x-forwarded-for')
-    out.push(id.clientIpHeader, id.clientIp)
+  // The client's own copies of these are dropped above (STRIPPED_REQUEST and `replaced`).
+  for (const v of id.identity) out.push(v)
   if (id.host) out.push('x-forwarded-host', id.host)
   if (id.proto) out.push('x-forwarded-proto', id.proto)
   if (id.set !== undefined) for (const v of id.set) out.push(v)

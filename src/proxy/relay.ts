@@ -1,24 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
-import type { BackendErrorKind } from '../observability/backend-timing.ts'
+import { HELD_ANSWER_LIMIT, readHeldAnswer, UnreadableAnswerError, type HeldAnswer } from '../core/held-answer.ts'
+import { AuthgateError } from '../errors.ts'
+import type { BackendErrorKind } from '../core/backend-timing.ts'
 import { inboundResponseHeaders } from './headers.ts'
 import type { ResponseCache } from './response-cache.ts'
 
 /** Bodies up to this size are written in one piece with the response head. */
 const BUFFER_LIMIT = 64 * 1024
-/** Most bytes of an answer that is rewritten before it is relayed (a session answer is a few KiB). */
-const REWRITE_LIMIT = 1024 * 1024
-
-/** A whole backend answer, as a rewrite sees it: status, relayed header pairs (flat), body. */
-export interface HeldAnswer {
-  status: number
-  headers: string[]
-  body: Buffer
-}
-
 /**
  * Changes a whole answer before it is relayed (cookie sessions take the tokens out of session
- * answers). Own headers it sets on the reply are merged as usual. A rejection is answered by
+ * answers). It sees the answer decoded (src/core/held-answer.ts). Own headers it sets on the reply are merged as usual. A rejection is answered by
  * `onFailure`, as a backend failure before the answer started.
  */
 export type AnswerRewrite = (answer: HeldAnswer) => Promise<HeldAnswer>
@@ -142,7 +134,7 @@ export class Relay implements Dispatcher.DispatchHandler {
       this.#held.push(chunk)
       this.#heldBytes += chunk.length
       if (this.#o.rewrite !== undefined) {
-        if (this.#heldBytes > REWRITE_LIMIT) controller.abort(new Error('answer too large to rewrite'))
+        if (this.#heldBytes > HELD_ANSWER_LIMIT) controller.abort(new Error('answer too large to rewrite'))
         return
       }
       if (this.#heldBytes <= BUFFER_LIMIT) return
@@ -171,10 +163,23 @@ export class Relay implements Dispatcher.DispatchHandler {
 
   #endRewritten(): void {
     const held = this.#held ?? []
-    const answer: HeldAnswer = {
-      status: this.#relayedStatus,
-      headers: this.#relayedHeaders ?? [],
-      body: held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes),
+    let answer: HeldAnswer
+    try {
+      answer = readHeldAnswer({
+        status: this.#relayedStatus,
+        headers: this.#relayedHeaders ?? [],
+        body: held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes),
+      })
+    } catch (err) {
+      // Fails closed: an answer authgate cannot read may carry what it exists to take out (a
+      // session's tokens), so it is never relayed as it came.
+      if (!(err instanceof UnreadableAnswerError)) throw err
+      this.#o.request.log.error(
+        { status: this.#relayedStatus, encoding: err.encoding, reason: err.message },
+        'backend answer could not be read',
+      )
+      if (!this.#clientGone) this.#o.onFailure(new AuthgateError('backend_unreadable', undefined, { cause: err }))
+      return this.#done()
     }
     this.#o.rewrite!(answer).then(
       (out) => {

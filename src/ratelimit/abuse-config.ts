@@ -1,4 +1,4 @@
-import { parseRouteKey } from '../auth/routes/id.ts'
+import { parseRouteKey } from '../core/route-key.ts'
 import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
 import { randomAccountSecret } from './account-key.ts'

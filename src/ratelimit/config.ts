@@ -1,24 +1,14 @@
 import { readFileSync } from 'node:fs'
-import { parseRouteKey } from '../auth/routes/id.ts'
+import { parseRouteKey } from '../core/route-key.ts'
 import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
 import { loadAccountLimits, loadBudgets, type AccountLimitConfig, type BudgetConfig } from './abuse-config.ts'
 import { parseRate, samePolicy, type RateLimitPolicy } from './policy.ts'
-import { parseRedisUrl } from './redis-url.ts'
+import { parseRedisUrl } from '../core/redis-url.ts'
+import type { RedisSettings } from '../core/redis.ts'
 
-export interface RedisSettings {
-  /** One server, a Sentinel-watched primary or a Cluster (src/ratelimit/redis-url.ts). */
-  url: string
-  /** PEM text of the CA certificate(s) trusted for TLS (`rediss…`) instead of Node.js's defaults. */
-  tlsCa?: string | undefined
-  /** The sentinels' own password (`requirepass` of the sentinels), when they have one. */
-  sentinelPassword?: string | undefined
-  /** Prepended to every key, so several deployments can share one Redis. */
-  keyPrefix: string
-  /** Longest a request waits on Redis before the failure policy applies. */
-  timeoutMs: number
-}
+export type { RedisSettings }
 
 export interface RateLimitConfig {
   defaultPolicy: RateLimitPolicy

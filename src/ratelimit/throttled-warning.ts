@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { throttle } from '../observability/log-throttle.ts'
+import { throttle } from '../core/log-throttle.ts'
 
 /**
  * A warning that is logged at most once per interval, with the number of occurrences it stands

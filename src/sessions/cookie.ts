@@ -1,4 +1,7 @@
+import { onlyCookie } from '../core/cookie-pairs.ts'
 import { SESSION_ID } from './crypto.ts'
+
+export { withoutCookie } from '../core/cookie-pairs.ts'
 
 export interface CookieSettings {
   name: string
@@ -19,39 +22,11 @@ export function clearedCookie(settings: CookieSettings): string {
   return sessionCookie(settings, '', 0)
 }
 
-/** The name of one `name=value` pair of a `Cookie` header (the whole pair when it has no `=`). */
-function pairName(pair: string): string {
-  const eq = pair.indexOf('=')
-  return (eq < 0 ? pair : pair.slice(0, eq)).trim()
-}
-
 /**
- * A `Cookie` value without the cookies named `name`, the others as they were written; undefined
- * when none is left. A name that merely starts the same (`name_x=`) is another cookie.
- */
-export function withoutCookie(value: string, name: string): string | undefined {
-  if (!value.includes(name)) return value
-  const rest = value
-    .split(';')
-    .filter((pair) => pairName(pair) !== name)
-    .join(';')
-    .trim()
-  return rest === '' ? undefined : rest
-}
-
-/**
- * The session id from a `Cookie` header, or undefined when there is none or it does not have the
- * shape of one (anything else is not looked up).
+ * The session id from a `Cookie` header, or undefined when there is none, two, or it does not have
+ * the shape of one (anything else is not looked up).
  */
 export function sessionIdFrom(header: string | undefined, name: string): string | undefined {
-  if (header === undefined || header === '') return undefined
-  let found: string | undefined
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=')
-    if (eq < 0 || pairName(part) !== name) continue
-    // Two cookies of the name (one set by a sibling subdomain for a non-__Host- name): neither is trusted.
-    if (found !== undefined) return undefined
-    found = part.slice(eq + 1).trim()
-  }
+  const found = onlyCookie(header, name)
   return found !== undefined && SESSION_ID.test(found) ? found : undefined
 }

@@ -1,15 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { AuthRoute } from '../auth/routes/index.ts'
 import { AuthgateError, sendError } from '../errors.ts'
-import { traceEvent } from '../observability/tracing.ts'
+import { traceEvent } from '../core/trace-event.ts'
 import { clientIp } from '../proxy/client-ip.ts'
-import type { AnswerRewrite, HeldAnswer } from '../proxy/relay.ts'
+import type { HeldAnswer } from '../core/held-answer.ts'
+import type { AnswerRewrite } from '../proxy/relay.ts'
 import { splitSessionAnswer, splitSessionRedirect } from './answer.ts'
 import { SESSION_MODE_HEADER } from './config.ts'
 import { sessionIdFrom } from './cookie.ts'
 import { sessionHandle } from './crypto.ts'
 import { crossSiteReason, isUnsafeMethod } from './csrf.ts'
-import type { ActiveSession, CookieSessions } from './manager.ts'
+import type { ActiveSession, CookieSessions, RequestContext } from './manager.ts'
 
 /** What a request gets from its cookie: the session, or an answer already sent (refused). */
 export type CookieAuth = { session: ActiveSession } | { answered: FastifyReply } | undefined
@@ -18,6 +18,14 @@ export type CookieAuth = { session: ActiveSession } | { answered: FastifyReply }
 export interface ForwardAdditions {
   headers?: Record<string, string>
   rewrite?: AnswerRewrite
+}
+
+/** What the gate reads of a mounted route (src/auth/routes/entry.ts describes the fields). */
+export interface SessionRouteTraits {
+  /** The route needs the user's bearer: the cookie's session gives it. */
+  bearer?: boolean | undefined
+  /** The route's answer starts a session, or its request ends one. */
+  session?: 'issue' | 'signOut' | undefined
 }
 
 /** HTML escaping as Go's `http.Redirect` writes the location into its body. */
@@ -67,7 +75,7 @@ export class SessionGate {
     }
     let session: ActiveSession | undefined
     try {
-      session = await this.sessions.use(id, { clientIp: clientIp(request), requestId: request.id })
+      session = await this.sessions.use(id, this.#context(request))
     } catch (err) {
       // The store or the refresh failed: answered in our shape here, on any route (the application's too).
       if (err instanceof AuthgateError) return { answered: sendError(request, reply, err) }
@@ -86,7 +94,7 @@ export class SessionGate {
   async forMountedRoute(
     request: FastifyRequest,
     reply: FastifyReply,
-    route: AuthRoute,
+    route: SessionRouteTraits,
   ): Promise<ForwardAdditions | { answered: FastifyReply }> {
     let session: ActiveSession | undefined
     if (route.bearer) {
@@ -106,7 +114,7 @@ export class SessionGate {
       }
       // A sign-in over an older cookie replaces it: the old record goes too (authenticated or not).
       const older = session?.handle ?? this.#cookieHandle(request)
-      out.rewrite = (answer) => this.#issue(reply, answer, older)
+      out.rewrite = (answer) => this.#issue(request, reply, answer, older)
     }
     if (route.session === 'signOut' && session !== undefined) {
       out.rewrite = (answer) => this.#signOut(request, reply, answer, session)
@@ -114,14 +122,25 @@ export class SessionGate {
     return out
   }
 
-  /** A session answer: stored, the cookie set, the tokens taken out of the body. */
+  /** Who a request authgate makes for this one is made for (client IP, request id). */
+  #context(request: FastifyRequest): RequestContext {
+    return { clientIp: clientIp(request), requestId: request.id }
+  }
+
   #cookieHandle(request: FastifyRequest): string | undefined {
     const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
     return id === undefined ? undefined : sessionHandle(id)
   }
 
-  async #issue(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
-    if (answer.status >= 300 && answer.status < 400) return this.#issueRedirect(reply, answer, previous)
+  /** A session answer: stored, the cookie set, the tokens taken out of the body. */
+
+  async #issue(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    answer: HeldAnswer,
+    previous: string | undefined,
+  ): Promise<HeldAnswer> {
+    if (answer.status >= 300 && answer.status < 400) return this.#issueRedirect(request, reply, answer, previous)
     if (answer.status !== 200) return answer
     const split = splitSessionAnswer(answer.body)
     if (split === undefined) return answer
@@ -134,12 +153,20 @@ export class SessionGate {
   }
 
   /** An e-mail link's redirect with the session in the fragment: stored, the fragment without the tokens. */
-  async #issueRedirect(reply: FastifyReply, answer: HeldAnswer, previous: string | undefined): Promise<HeldAnswer> {
+  async #issueRedirect(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    answer: HeldAnswer,
+    previous: string | undefined,
+  ): Promise<HeldAnswer> {
     const at = answer.headers.findIndex((v, i) => i % 2 === 0 && v.toLowerCase() === 'location')
     const split = at === -1 ? undefined : splitSessionRedirect(answer.headers[at + 1]!)
     if (split === undefined) return answer
     // The fragment has no user: asked of Supabase Auth once, for `GET /session`.
-    const tokens = { ...split.tokens, user: await this.sessions.userOf(split.tokens.accessToken) }
+    const tokens = {
+      ...split.tokens,
+      user: await this.sessions.userOf(split.tokens.accessToken, this.#context(request)),
+    }
     const created = await this.sessions.create(tokens)
     if (previous !== undefined) await this.sessions.end(previous)
     reply.header('set-cookie', this.sessions.cookie(created))

@@ -5,7 +5,6 @@ import { SessionGate } from './gate.ts'
 import { CookieSessions } from './manager.ts'
 import { MemorySessionStore } from './memory-store.ts'
 import { RedisSessionStore } from './redis-store.ts'
-import { sessionRouteSchema } from './docs.ts'
 import type { SessionStore } from './store.ts'
 import type { RouteAccess } from '../openapi/types.ts'
 
@@ -24,7 +23,7 @@ declare module 'fastify' {
 export function createSessionStore(config: SessionConfig, log: FastifyBaseLogger): SessionStore {
   if (config.store.kind === 'memory') return new MemorySessionStore({ maxEntries: config.store.maxEntries })
   let lastError = ''
-  return new RedisSessionStore(config.store, {
+  const store = new RedisSessionStore(config.store, {
     // One line per distinct failure, not one per reconnect attempt.
     onConnectionError: (err) => {
       if (err.message === lastError) return
@@ -32,6 +31,9 @@ export function createSessionStore(config: SessionConfig, log: FastifyBaseLogger
       log.warn({ err: { message: err.message } }, 'cookie sessions: Redis connection error')
     },
   })
+  // Once connected again, the next failure is news, even when it reads as the last one did.
+  store.client.on('ready', () => (lastError = ''))
+  return store
 }
 
 /** Builds the sessions of the plugin's `sessions` option (a resolved configuration passes unchanged). */
@@ -69,16 +71,5 @@ export function documentCookieAccess(app: FastifyInstance): void {
           'Forbidden: a role, assurance level or scope is missing, or a cross-site use of the session cookie (`cross_site_request`)',
       }
     access.errors['503'] ??= { description: 'The session store could not be reached (`session_store_unavailable`)' }
-  })
-}
-
-/** `GET /session` in the auth routes' context (the page asks who is signed in). */
-export function mountSessionRoute(scope: FastifyInstance, gate: SessionGate): void {
-  scope.route({
-    method: 'GET',
-    url: '/session',
-    exposeHeadRoute: false,
-    schema: sessionRouteSchema(),
-    handler: (request, reply) => gate.current(request, reply),
   })
 }

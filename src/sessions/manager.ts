@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { BackendResponse, SupabaseAuthClient } from '../core/backend.ts'
+import type { BackendResponse, RequestIdentity, SupabaseAuthClient } from '../core/backend.ts'
+import { UnreadableAnswerError } from '../core/held-answer.ts'
 import { AuthgateError } from '../errors.ts'
 import { splitSessionAnswer, type SessionTokens } from './answer.ts'
 import type { SessionConfig } from './config.ts'
@@ -26,10 +27,7 @@ export interface ActiveSession {
 }
 
 /** Who a refresh is made for: carried to Supabase Auth like a forwarded request's. */
-export interface RequestContext {
-  clientIp: string
-  requestId: string
-}
+export type RequestContext = Required<RequestIdentity>
 
 /** Longest a refresh holds the session's lock; a replica waiting for it gives up after this too. */
 const LOCK_MS = 10_000
@@ -131,10 +129,11 @@ export class CookieSessions {
   }
 
   /** The user of an access token (`GET /user`), or null when Supabase Auth does not answer it. */
-  async userOf(accessToken: string): Promise<unknown> {
+  async userOf(accessToken: string, context?: RequestContext): Promise<unknown> {
     try {
       const response = await this.#backend.fetch(this.#backend.resolve('/user'), {
         headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
+        identity: context,
         signal: AbortSignal.timeout(this.#backend.options.timeoutMs),
       })
       if (response.status !== 200) {
@@ -233,24 +232,23 @@ export class CookieSessions {
   /** The refresh itself: `POST /token?grant_type=refresh_token`, its answer stored in place of the old one. */
   async #exchange(active: ActiveSession, context: RequestContext): Promise<ActiveSession | undefined> {
     this.refreshes++
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      accept: 'application/json',
-      'x-forwarded-for': context.clientIp,
-    }
-    const idHeader = this.#backend.options.requestIdHeader
-    if (idHeader !== undefined) headers[idHeader] = context.requestId
     let response: BackendResponse
     let body: Buffer
     try {
       response = await this.#backend.fetch(this.#backend.resolve('/token?grant_type=refresh_token'), {
         method: 'POST',
-        headers,
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        identity: context,
         body: JSON.stringify({ refresh_token: active.session.refreshToken }),
         signal: AbortSignal.timeout(this.#backend.options.timeoutMs),
       })
       body = Buffer.from(await response.arrayBuffer())
     } catch (err) {
+      if (err instanceof UnreadableAnswerError) {
+        // Fails closed, as a held answer does: nothing of the refresh is kept.
+        this.#log.error({ encoding: err.encoding, reason: err.message }, 'backend answer could not be read')
+        throw new AuthgateError('backend_unreadable', undefined, { cause: err })
+      }
       const timeout = err instanceof Error && err.name === 'TimeoutError'
       this.#log.error({ err }, 'cookie session: the refresh could not reach Supabase Auth')
       throw new AuthgateError(timeout ? 'request_timeout' : 'backend_unreachable', undefined, { cause: err })

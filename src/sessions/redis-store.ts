@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
-import type { RedisSettings } from '../ratelimit/config.ts'
-import { closeRedisClient, createRedisClient, redisConnected } from '../ratelimit/redis-store.ts'
+import { RedisConnection, type RedisSettings } from '../core/redis.ts'
 import type { SessionStore } from './store.ts'
 
 // Deletes the lock only while it is still ours: a lock that expired and was taken by another
@@ -9,25 +8,22 @@ import type { SessionStore } from './store.ts'
 const UNLOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
 
 /**
- * Sessions in Redis (one server, Sentinel or Cluster, through the rate limiter's connection code):
+ * Sessions in Redis (one server, Sentinel or Cluster, through the connection src/core/redis.ts makes):
  * every replica serves every session, and a restart loses none. Record and lock are separate keys
  * (`<prefix><handle>`, `<prefix>lock:<handle>`), so no command spans two slots.
  */
 export class RedisSessionStore implements SessionStore {
   readonly client: Redis | Cluster
+  readonly #connection: RedisConnection
   readonly #prefix: string
-  #closing = false
 
   constructor(settings: RedisSettings, options: { onConnectionError?: (err: Error) => void } = {}) {
     this.#prefix = settings.keyPrefix
-    this.client = createRedisClient(settings, 'authgate-sessions')
-    this.client.on('end', () => {
-      if (this.#closing) return
-      setTimeout(() => {
-        if (!this.#closing && this.client.status === 'end') this.client.connect().catch(() => undefined)
-      }, 1000).unref()
+    this.#connection = new RedisConnection(settings, {
+      connectionName: 'authgate-sessions',
+      onConnectionError: options.onConnectionError,
     })
-    this.client.on('error', (err: Error) => options.onConnectionError?.(err))
+    this.client = this.#connection.client
   }
 
   async get(handle: string): Promise<string | undefined> {
@@ -57,11 +53,10 @@ export class RedisSessionStore implements SessionStore {
   }
 
   ready(timeoutMs: number): Promise<boolean> {
-    return redisConnected(this.client, timeoutMs)
+    return this.#connection.connected(timeoutMs)
   }
 
-  async close(): Promise<void> {
-    this.#closing = true
-    await closeRedisClient(this.client)
+  close(): Promise<void> {
+    return this.#connection.close()
   }
 }

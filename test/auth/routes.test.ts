@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ROUTE_GROUPS } from '../../src/auth/groups.ts'
+import { ROUTE_GROUPS } from '../../src/core/route-groups.ts'
 import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from '../../src/auth/routes/index.ts'
 
 type Schema = Record<string, any>

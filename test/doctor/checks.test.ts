@@ -25,6 +25,8 @@ function backend(url: string, route: Route): DoctorInput['backend'] {
       const u = new URL(String(target))
       const headers: Record<string, string> = {}
       new Headers(init.headers).forEach((v, k) => (headers[k] = v))
+      // The client IP of the request's identity, as the one client sends it (test/core/backend-identity.test.ts).
+      if (init.identity?.clientIp !== undefined) headers['x-forwarded-for'] = init.identity.clientIp
       return route(u.pathname.slice(base.pathname.replace(/\/$/, '').length) + u.search, {
         method: init.method,
         headers,

@@ -13,9 +13,13 @@ test('the session cookie is not sent on; other cookies and headers are', () => {
     'X-Other',
     'v',
   ]
-  const out = outboundRequestHeaders(raw, { host: 'h' }, { clientIp: '192.0.2.1', ownCookie: 'authgate_session' })
+  const out = outboundRequestHeaders(
+    raw,
+    { host: 'h' },
+    { identity: ['x-forwarded-for', '192.0.2.1'], ownCookie: 'authgate_session' },
+  )
   assert.deepEqual(out, ['Cookie', 'a=1; b=2', 'X-Other', 'v', 'x-forwarded-for', '192.0.2.1'])
-  const without = outboundRequestHeaders(raw, { host: 'h' }, { clientIp: '192.0.2.1' })
+  const without = outboundRequestHeaders(raw, { host: 'h' }, { identity: ['x-forwarded-for', '192.0.2.1'] })
   assert.deepEqual(
     without.filter((_, i) => without[i - 1] === 'Cookie'),
     ['a=1; authgate_session=abc; b=2', 'authgate_session=def'],

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { loadRateLimitConfig } from '../../src/ratelimit/config.ts'
-import { parseRedisUrl } from '../../src/ratelimit/redis-url.ts'
+import { parseRedisUrl } from '../../src/core/redis-url.ts'
 import { DEFAULT_LIMITED, KNOWN_ROUTES } from './support/app.ts'
 
 describe('AUTHGATE_REDIS_URL deployments', () => {

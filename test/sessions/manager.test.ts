@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { after, before, beforeEach, describe, it } from 'node:test'
 import type { FastifyBaseLogger } from 'fastify'
 import pino from 'pino'
+import { brotliCompressSync, gzipSync } from 'node:zlib'
 import { SupabaseAuthClient } from '../../src/core/backend.ts'
 import { AuthgateError } from '../../src/errors.ts'
 import { resolveSessionConfig } from '../../src/sessions/config.ts'
@@ -177,6 +178,37 @@ describe('CookieSessions', () => {
       (err: unknown) => (err as AuthgateError).code === 'backend_unreachable',
     )
     assert.ok(await sessions.load(created.id))
+  })
+
+  it('a refresh answered in gzip or brotli is read; one in a coding authgate cannot read fails closed', async () => {
+    const sessions = make()
+    const created = await sessions.create(tokens())
+    for (const [encoding, encode] of [
+      ['gzip', gzipSync],
+      ['br', brotliCompressSync],
+    ] as const) {
+      now += 61_000
+      fake.handler = (req, res) => {
+        issued++
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': encoding })
+        res.end(encode(Buffer.from(sessionAnswer(issued, Math.floor(now / 1000) + 60))))
+      }
+      fake.requests.length = 0
+      const used = await sessions.use(created.id, context)
+      assert.equal(used?.session.accessToken, `access-${issued}`)
+      assert.equal(fake.requests[0]!.headers['accept-encoding'], 'identity')
+    }
+    now += 61_000
+    fake.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'x-private' })
+      res.end(sessionAnswer(99, Math.floor(now / 1000) + 60))
+    }
+    await assert.rejects(
+      sessions.use(created.id, context),
+      (err: unknown) => err instanceof AuthgateError && err.code === 'backend_unreadable',
+    )
+    // Nothing of the unread answer was kept.
+    assert.notEqual((await sessions.load(created.id))?.session.refreshToken, 'refresh-99')
   })
 
   it('a refresh that times out is request_timeout', async () => {

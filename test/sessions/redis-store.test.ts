@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
+import { randomBytes } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import pino from 'pino'
+import { resolveSessionConfig } from '../../src/sessions/config.ts'
+import { createSessionStore } from '../../src/sessions/index.ts'
 import { RedisSessionStore } from '../../src/sessions/redis-store.ts'
+import { logCapture } from '../support/log-capture.ts'
 
 const unavailable = await new Promise<string | undefined>((resolve) => {
   const socket = connect(6379, '127.0.0.1')
@@ -60,6 +66,40 @@ describe('RedisSessionStore (real Redis)', { skip: unavailable }, () => {
       await assert.rejects(down.get('h'))
     } finally {
       await down.close()
+    }
+  })
+})
+
+describe('the session store’s Redis connection errors in the log', () => {
+  it('one line per distinct error until connected again; a refused certificate explained', async () => {
+    const logs = logCapture()
+    const log = pino({ level: 'warn' }, logs.stream) as unknown as FastifyBaseLogger
+    const config = resolveSessionConfig({
+      keys: [{ id: 'k', key: randomBytes(32) }],
+      // Nothing listens on port 1: the client fails and retries on its own.
+      store: { kind: 'redis', url: 'redis://127.0.0.1:1', keyPrefix: 'x:', timeoutMs: 200 },
+    })
+    const store = createSessionStore(config, log) as RedisSessionStore
+    try {
+      const lines = () => logs.lines.filter((l) => l.msg === 'cookie sessions: Redis connection error')
+      const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
+      for (let i = 0; i < 3; i++) store.client.emit('error', refused)
+      assert.equal(
+        lines().filter((l) => String((l.err as { message: string }).message).includes('ECONNREFUSED')).length,
+        1,
+      )
+      const certificate = Object.assign(new Error('self-signed certificate in certificate chain'), {
+        code: 'SELF_SIGNED_CERT_IN_CHAIN',
+      })
+      store.client.emit('error', certificate)
+      assert.match(String((lines().at(-1)!.err as { message: string }).message), /AUTHGATE_REDIS_TLS_CA/)
+      // Connected again: the same failure afterwards is logged again.
+      store.client.emit('ready')
+      const before = lines().length
+      store.client.emit('error', certificate)
+      assert.equal(lines().length, before + 1)
+    } finally {
+      await store.close()
     }
   })
 })

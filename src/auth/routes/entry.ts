@@ -2,7 +2,7 @@ import type { TSchema } from 'typebox'
 import type { BackendAnswer } from '../../errors.ts'
 import type { AnswerMend } from '../../proxy/relay.ts'
 import type { KnownErrorCode } from '../error-codes.ts'
-import type { RouteGroup } from '../groups.ts'
+import type { RouteGroup } from '../../core/route-groups.ts'
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 export type AuthTag = 'Auth' | 'OAuth' | 'Passkey' | 'MFA' | 'SSO'
@@ -36,7 +36,7 @@ export interface AuthRoute {
   /** typed: validated JSON, original bytes forwarded. relay: no validation, everything byte for byte. */
   kind: 'typed' | 'relay'
   tag: AuthTag
-  /** Operators turn features off by group (src/auth/groups.ts). */
+  /** Operators turn features off by group (src/core/route-groups.ts). */
   group: RouteGroup
   summary: string
   description?: string

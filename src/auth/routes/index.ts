@@ -1,7 +1,7 @@
-import type { RouteGroup } from '../groups.ts'
+import type { RouteGroup } from '../../core/route-groups.ts'
 import { coreRoutes } from './core.ts'
 import type { AuthRoute, RouteIdOf } from './entry.ts'
-import { routeKey } from './id.ts'
+import { routeKey } from '../../core/route-key.ts'
 import { identityRoutes } from './identities.ts'
 import { mfaRoutes } from './mfa.ts'
 import { oauthServerRoutes, oauthUserRoutes } from './oauth.ts'
@@ -46,7 +46,7 @@ const IDS: ReadonlySet<string> = new Set(AUTH_ROUTES.map((r) => routeKey(r.metho
 /** `METHOD /template` names used by configuration (e.g. AUTHGATE_RATE_LIMITED_ROUTES). */
 export const routeName = (r: Pick<AuthRoute, 'method' | 'path'>): RouteId => routeKey(r.method, r.path) as RouteId
 
-/** Whether a normalised name (src/auth/routes/id.ts) is one of the mounted routes. */
+/** Whether a normalised name (src/core/route-key.ts) is one of the mounted routes. */
 export const isRouteId = (name: string): name is RouteId => IDS.has(name)
 
 export const DEFAULT_RATE_LIMITED: readonly RouteId[] = AUTH_ROUTES.filter((r) => r.rateLimited).map(routeName)

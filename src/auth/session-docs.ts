@@ -1,6 +1,6 @@
 import { Type, type TSchema } from 'typebox'
 import { ErrorSchema } from '../errors.ts'
-import { UserObject, WeakPassword } from '../auth/types/user.ts'
+import { UserObject, WeakPassword } from './types/user.ts'
 
 /** A session answer in cookie mode: the session answer without its tokens. */
 export const CookieSessionResponse = Type.Object(

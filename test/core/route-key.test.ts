@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { parseRouteKey, routeKey } from '../../../src/auth/routes/id.ts'
-import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, isRouteId, routeName } from '../../../src/auth/routes/index.ts'
+import { parseRouteKey, routeKey } from '../../src/core/route-key.ts'
+import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, isRouteId, routeName } from '../../src/auth/routes/index.ts'
 
 test('a route name is read as an operator writes it', () => {
   assert.deepEqual(parseRouteKey(' post \t/signup '), { method: 'POST', path: '/signup', key: 'POST /signup' })

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { throttle } from '../../src/observability/log-throttle.ts'
+import { throttle } from '../../src/core/log-throttle.ts'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

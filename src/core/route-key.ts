@@ -1,7 +1,7 @@
 /**
  * A route's name in configuration and in the tables keyed by route (rate limits, backend answers):
  * `METHOD /template`, the template relative to the prefix (`POST /factors/{factor_id}/verify`).
- * Built and read here only. The names of the mounted routes are typed as `RouteId` (./index.ts).
+ * Built and read here only. The names of the mounted routes are typed as `RouteId` (src/auth/routes/index.ts).
  */
 export interface RouteKeyParts {
   /** Upper case. */
