@@ -21,6 +21,8 @@ interface TakeRequest {
   id: number
   key: string
   policy: RateLimitPolicy
+  /** Give a unit back instead of taking one (its answer is an allowed decision, ignored). */
+  refund?: true
 }
 interface TakeBatch {
   authgate: 'rl-take'
@@ -65,6 +67,14 @@ export class PrimaryStore implements RateLimitStore {
   }
 
   take(key: string, policy: RateLimitPolicy): Promise<Decision> {
+    return this.#ask({ key, policy })
+  }
+
+  refund(key: string, policy: RateLimitPolicy): Promise<void> {
+    return this.#ask({ key, policy, refund: true }).then(() => undefined)
+  }
+
+  #ask(take: Omit<TakeRequest, 'id'>): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
       const id = this.#nextId++
       const timer = setTimeout(() => {
@@ -80,7 +90,7 @@ export class PrimaryStore implements RateLimitStore {
           reject(e)
         },
       })
-      this.#queue.push({ id, key, policy })
+      this.#queue.push({ id, ...take })
       if (!this.#flushScheduled) {
         this.#flushScheduled = true
         // After this turn's I/O callbacks: every request parsed in the same turn goes in one message.
@@ -112,11 +122,17 @@ export class PrimaryStore implements RateLimitStore {
   }
 }
 
+const REFUNDED: Decision = { allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 0 }
+
 /** Answers workers' rate-limit decisions from one memory store. */
 function serveDecisions(worker: Worker, store: MemoryStore) {
   worker.on('message', (message: unknown) => {
     if (!isTakeBatch(message)) return
-    const decisions: DecisionBatch['decisions'] = message.takes.map((t) => [t.id, store.takeSync(t.key, t.policy)])
+    const decisions: DecisionBatch['decisions'] = message.takes.map((t) => {
+      if (t.refund !== true) return [t.id, store.takeSync(t.key, t.policy)]
+      store.refundSync(t.key, t.policy)
+      return [t.id, REFUNDED]
+    })
     if (worker.isConnected()) worker.send({ authgate: 'rl-decisions', decisions } satisfies DecisionBatch)
   })
 }

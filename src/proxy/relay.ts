@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
 import type { BackendErrorKind } from '../observability/backend-timing.ts'
+import { reportAnswer } from '../ratelimit/answer-watch.ts'
 import { inboundResponseHeaders } from './headers.ts'
 import type { ResponseCache } from './response-cache.ts'
 
@@ -107,6 +108,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     this.#o.onExchange(statusCode)
     const relayed = inboundResponseHeaders(controller.rawHeaders as Buffer[])
+    // A per-account sign-in limit waiting to learn whether this attempt was refused.
+    reportAnswer(this.#o.request.raw, statusCode, relayed)
     if (this.#o.rewrite !== undefined) {
       this.#relayedStatus = statusCode
       this.#relayedHeaders = relayed

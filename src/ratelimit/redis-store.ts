@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import type { Cluster, Redis } from 'ioredis'
 import type { RedisSettings } from './config.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
-import { GCRA_SCRIPT, GCRA_SCRIPT_SHA } from './redis-script.ts'
+import { GCRA_SCRIPT, GCRA_SCRIPT_SHA, REFUND_SCRIPT } from './redis-script.ts'
 import { parseRedisUrl } from './redis-url.ts'
 import type { Decision, RateLimitStore, StoreStatus } from './store.ts'
 
@@ -176,9 +176,22 @@ export class RedisStore implements RateLimitStore {
   }
 
   take(key: string, policy: RateLimitPolicy): Promise<Decision> {
-    return new Promise<Decision>((resolve, reject) => {
+    return this.#inTime(this.#take(key, policy))
+  }
+
+  /**
+   * A refund is rare (a sign-in Supabase Auth accepted), so plain EVAL, with no script cache to
+   * keep warm; bounded by the same timeout as a decision.
+   */
+  refund(key: string, policy: RateLimitPolicy): Promise<void> {
+    const done = this.client.eval(REFUND_SCRIPT, 1, this.#keyPrefix + key, emissionIntervalMs(policy) * 1000)
+    return this.#inTime(done.then(() => undefined))
+  }
+
+  #inTime<T>(work: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('rate-limit store: no decision in time')), this.#timeoutMs)
-      this.#take(key, policy).then(
+      work.then(
         (d) => {
           clearTimeout(timer)
           resolve(d)

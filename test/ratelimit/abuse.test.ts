@@ -87,6 +87,30 @@ async function harness(env: Record<string, string>, settings: Record<string, unk
   return h
 }
 
+/**
+ * The fake backend answers password sign-ins as Supabase Auth answers a wrong password (400,
+ * `x-sb-error-code: invalid_credentials`), except for the passwords in `right`, after `delayMs`.
+ */
+function refuseSignIns(h: Awaited<ReturnType<typeof harness>>, right: string[] = [], delayMs = 0) {
+  const other = h.backend.handler
+  h.backend.handler = (req, res, body) => {
+    if (!req.url!.startsWith('/token?grant_type=password')) return other(req, res, body)
+    const password = (JSON.parse(body.toString()) as { password: string }).password
+    const answer = () => {
+      if (right.includes(password)) {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end('{"access_token":"t"}')
+        return
+      }
+      const code = password === 'unconfirmed' ? 'email_not_confirmed' : 'invalid_credentials'
+      res.writeHead(400, { 'content-type': 'application/json', 'x-sb-error-code': code })
+      res.end(JSON.stringify({ code: 400, error_code: code, msg: 'Invalid login credentials' }))
+    }
+    if (delayMs > 0) setTimeout(answer, delayMs)
+    else answer()
+  }
+}
+
 const json = (url: string, body: unknown, ip: string) => ({
   method: 'POST' as const,
   url,
@@ -96,9 +120,10 @@ const json = (url: string, body: unknown, ip: string) => ({
 })
 
 describe('per-account limits and budgets on the app', () => {
-  it('limits password sign-ins to one account from any number of addresses, and names the limit', async (t) => {
+  it('limits failed password sign-ins to one account from any number of addresses, and names the limit', async (t) => {
     const h = await harness({ AUTHGATE_ACCOUNT_RATE_LIMIT: '3/1h' })
     t.after(() => h.close())
+    refuseSignIns(h)
     const statuses: number[] = []
     for (let i = 0; i < 5; i++) {
       const res = await h.app.inject(
@@ -116,7 +141,7 @@ describe('per-account limits and budgets on the app', () => {
         assert.ok(Number(res.headers['retry-after']) > 0)
       }
     }
-    assert.deepEqual(statuses, [200, 200, 200, 429, 429])
+    assert.deepEqual(statuses, [400, 400, 400, 429, 429])
     // Another account, and a refresh-token grant (no account), are not touched.
     assert.equal(
       (
@@ -128,7 +153,7 @@ describe('per-account limits and budgets on the app', () => {
           ),
         )
       ).statusCode,
-      200,
+      400,
     )
     assert.equal(
       (await h.app.inject(json('/auth/token?grant_type=refresh_token', { refresh_token: 'abc' }, '198.51.100.1')))
@@ -143,12 +168,48 @@ describe('per-account limits and budgets on the app', () => {
     assert.doesNotMatch(metrics, /ada@/i)
   })
 
-  it('stops one client at its share of the e-mail budget, and the budget for everyone', async (t) => {
-    // Supabase Auth's 20/h: authgate's budget 10/h, one client's share (30%) 3.
+  it('charges a sign-in only once Supabase Auth refused its password', async (t) => {
+    const h = await harness({ AUTHGATE_ACCOUNT_RATE_LIMIT: '3/1h' })
+    t.after(() => h.close())
+    refuseSignIns(h, ['right-password'])
+    const signIn = (password: string, ip = '198.51.100.7') =>
+      h.app.inject(json('/auth/token?grant_type=password', { email: 'ada@example.com', password }, ip))
+    // Ten correct sign-ins and two after an unconfirmed address (a correct password) cost nothing.
+    for (let i = 0; i < 10; i++) assert.equal((await signIn('right-password')).statusCode, 200)
+    for (let i = 0; i < 2; i++) assert.equal((await signIn('unconfirmed')).statusCode, 400)
+    // Two wrong guesses leave one unit: the owner signs in with it, and keeps it.
+    for (let i = 0; i < 2; i++) assert.equal((await signIn('wrong-guess', `203.0.113.${i}`)).statusCode, 400)
+    for (let i = 0; i < 3; i++) assert.equal((await signIn('right-password')).statusCode, 200)
+    assert.equal((await signIn('wrong-guess', '203.0.113.9')).statusCode, 400)
+    // The third failure empties the bucket: refused up front, right password or not.
+    assert.equal((await signIn('right-password')).statusCode, 429)
+    assert.equal(h.backend.requests.filter((r) => r.target.startsWith('/token')).length, 18)
+  })
+
+  it('lets no more parallel guesses through than the bucket holds', async (t) => {
+    const h = await harness({ AUTHGATE_ACCOUNT_RATE_LIMIT: '3/1h' })
+    t.after(() => h.close())
+    // Every guess is in flight before any answer comes back.
+    refuseSignIns(h, [], 200)
+    const guesses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        h.app.inject(
+          json('/auth/token?grant_type=password', { email: 'ada@example.com', password: `g${i}` }, `192.0.2.${i}`),
+        ),
+      ),
+    )
+    const statuses = guesses.map((r) => r.statusCode).sort()
+    assert.deepEqual(statuses, [400, 400, 400, ...Array<number>(9).fill(429)])
+    assert.equal(h.backend.requests.filter((r) => r.target.startsWith('/token')).length, 3)
+  })
+
+  it('holds a sprayer to its share once it eats into the budget everyone shares', async (t) => {
+    // Supabase Auth's 20/h: authgate's budget 10 at once, one client's share (30%) 3, enforced
+    // once fewer than half (5) are left.
     const h = await harness({ AUTHGATE_EMAIL_BUDGET: '20', AUTHGATE_BUDGET_CLIENT_SHARE: '30%' })
     t.after(() => h.close())
     const one: number[] = []
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < 8; i++) {
       const res = await h.app.inject(json('/auth/recover', { email: `user${i}@example.com` }, '203.0.113.1'))
       one.push(res.statusCode)
       if (res.statusCode === 429) {
@@ -157,17 +218,37 @@ describe('per-account limits and budgets on the app', () => {
         assert.equal(res.headers['ratelimit-policy'], '"email-budget-client";q=3;w=3600')
       }
     }
-    assert.deepEqual(one, [200, 200, 200, 429, 429, 429])
-    // Other clients draw on the rest (7 of 10), then everyone is refused by the budget.
+    // Alone, it sends while at least half the budget is left; the message that would leave less is refused.
+    assert.deepEqual(one, [200, 200, 200, 200, 200, 429, 429, 429])
+    // Other clients draw on the rest (5 of 10), each within its share, then the budget answers for everyone.
     const others: number[] = []
-    for (let i = 0; i < 9; i++) {
-      const res = await h.app.inject(json('/auth/otp', { email: `other${i}@example.com` }, `203.0.113.${10 + i}`))
+    for (let i = 0; i < 8; i++) {
+      const res = await h.app.inject(
+        json('/auth/otp', { email: `other${i}@example.com` }, `203.0.113.${10 + (i >> 1)}`),
+      )
       others.push(res.statusCode)
       if (res.statusCode === 429) assert.match(res.json().msg, /budget is spent/)
     }
-    assert.deepEqual(others, [200, 200, 200, 200, 200, 200, 200, 429, 429])
+    assert.deepEqual(others, [200, 200, 200, 200, 200, 429, 429, 429])
+    assert.equal(h.backend.requests.length - h.backend.requests.filter((r) => r.target === '/settings').length, 10)
     // SMS has its own budget.
     assert.equal((await h.app.inject(json('/auth/otp', { phone: '+15550000001' }, '203.0.113.50'))).statusCode, 200)
+  })
+
+  it('never refuses a client alone while the budget has room, whatever its share', async (t) => {
+    // The defaults: Supabase Auth's 30/h, a share of 20% (3), enforced below half of 15.
+    const h = await harness({})
+    t.after(() => h.close())
+    const flows = [
+      json('/auth/signup', { email: 'mix@example.com', password: 'x'.repeat(10) }, '203.0.113.7'),
+      json('/auth/resend', { type: 'signup', email: 'mix@example.com' }, '203.0.113.7'),
+      json('/auth/otp', { email: 'mix@example.com' }, '203.0.113.7'),
+      json('/auth/recover', { email: 'mix@example.com' }, '203.0.113.7'),
+      json('/auth/otp', { email: 'mix2@example.com' }, '203.0.113.7'),
+      json('/auth/recover', { email: 'mix2@example.com' }, '203.0.113.7'),
+      json('/auth/signup', { email: 'mix3@example.com', password: 'x'.repeat(10) }, '203.0.113.7'),
+    ]
+    for (const flow of flows) assert.equal((await h.app.inject(flow)).statusCode, 200, flow.url)
   })
 
   it('does not charge sign-ups the backend confirms without a message', async (t) => {
@@ -253,6 +334,11 @@ describe('per-account limits when the store fails, and their log lines', () => {
       },
     )
     t.after(() => h.close())
+    // A backend without error codes: a 400 to a password sign-in counts as a failure.
+    h.backend.handler = (_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' })
+      res.end('{"error":"invalid_grant"}')
+    }
     const body = { email: 'secret-person@example.com', password: 'x'.repeat(8) }
     await h.app.inject(json('/auth/token?grant_type=password', body, '203.0.113.1'))
     const denied = await h.app.inject(json('/auth/token?grant_type=password', body, '203.0.113.2'))
