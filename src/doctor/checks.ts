@@ -9,6 +9,8 @@ export interface DoctorInput {
   rateLimit: RateLimitConfig | undefined
   /** AUTHGATE_PUBLIC_URL: where clients reach the auth routes (origin and prefix). */
   publicUrl: string | undefined
+  /** AUTHGATE_WORKERS (1 when not given). */
+  workers?: number | undefined
   backend: Pick<SupabaseAuthClient, 'fetch' | 'resolve' | 'url'>
   /** Send the client-IP probe (up to PROBE_MAX requests to POST /otp, from made-up addresses). */
   probe: boolean
@@ -419,11 +421,14 @@ function limitChecks(
       message: 'no per-account limits: a client with many addresses can guess one password without limit',
       fix: 'AUTHGATE_ACCOUNT_RATE_LIMIT',
     })
-  else if (rl.redis !== undefined && !accounts.secretConfigured)
+  else if (!accounts.secretConfigured && (rl.redis !== undefined || (input.workers ?? 1) > 1))
     add({
       check: 'accounts',
       status: 'warn',
-      message: 'per-account keys use a random secret per process: replicas sharing Redis count each account apart',
+      message:
+        rl.redis !== undefined
+          ? 'per-account keys use a random secret per process: replicas sharing Redis count each account apart'
+          : `per-account keys use a random secret: the ${input.workers} workers share the primary's, but a restart forgets every account's count and another replica would count apart`,
       fix: 'AUTHGATE_ACCOUNT_KEY_SECRET (the same on every replica)',
     })
   else {

@@ -9,6 +9,8 @@ export interface DoctorSettings {
   core: CoreConfig
   rateLimit: RateLimitConfig | undefined
   publicUrl: string | undefined
+  /** AUTHGATE_WORKERS: processes that must agree on the account keys. */
+  workers?: number | undefined
 }
 
 function clientFor(core: CoreConfig): SupabaseAuthClient {
@@ -31,6 +33,7 @@ export async function diagnose(settings: DoctorSettings, probe: boolean): Promis
       config: settings.core,
       rateLimit: settings.rateLimit,
       publicUrl: settings.publicUrl,
+      workers: settings.workers,
       backend,
       probe,
     })

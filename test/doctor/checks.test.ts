@@ -223,6 +223,15 @@ describe('authgate doctor checks', () => {
     const off = await runChecks(input({ rateLimit: undefined }))
     assert.equal(find(off, 'limits').status, 'warn')
   })
+
+  it('warns of a random key secret with more than one worker, not with one process alone', async () => {
+    const two = find(await runChecks(input({ workers: 2 })), 'accounts')
+    assert.equal(two.status, 'warn')
+    assert.match(two.message, /the 2 workers share the primary's, but a restart forgets/)
+    assert.equal(find(await runChecks(input({ workers: 1 })), 'accounts').status, 'ok')
+    const configured = input({ workers: 2, env: { AUTHGATE_ACCOUNT_KEY_SECRET: 's'.repeat(32) } })
+    assert.equal(find(await runChecks(configured), 'accounts').status, 'ok')
+  })
 })
 
 describe('authgate doctor command', () => {
