@@ -56,16 +56,17 @@ export interface BudgetConfig {
  * message routes, each overridable per route or turned off.
  */
 export function loadAccountLimits(env: Env): AccountLimitConfig {
-  const setting = (name: string) => settingValue(env, name)!
-  const signIn = parseRate('AUTHGATE_ACCOUNT_RATE_LIMIT', setting('AUTHGATE_ACCOUNT_RATE_LIMIT'), 'account')
-  const message = parseRate(
-    'AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT',
-    setting('AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT'),
-    'account-message',
-  )
-  const routes = new Map<string, RateLimitPolicy>(
-    Object.entries(ACCOUNT_ROUTES).map(([route, kind]) => [route, kind === 'sign-in' ? signIn : message]),
-  )
+  const rate = (variable: string, name: string) => {
+    const raw = settingValue(env, variable)!
+    return raw.trim().toLowerCase() === 'off' ? undefined : parseRate(variable, raw, name)
+  }
+  const signIn = rate('AUTHGATE_ACCOUNT_RATE_LIMIT', 'account')
+  const message = rate('AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT', 'account-message')
+  const routes = new Map<string, RateLimitPolicy>()
+  for (const [route, kind] of Object.entries(ACCOUNT_ROUTES)) {
+    const policy = kind === 'sign-in' ? signIn : message
+    if (policy !== undefined) routes.set(route, policy)
+  }
   const variable = 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES'
   const seen = new Set<string>()
   for (const item of (settingValue(env, variable) ?? '')
@@ -83,9 +84,9 @@ export function loadAccountLimits(env: Env): AccountLimitConfig {
       )
     if (seen.has(route)) throw new AuthgateConfigError(variable, `${route} is given twice`)
     seen.add(route)
-    const rate = item.slice(eq + 1).trim()
-    if (rate.toLowerCase() === 'off') routes.delete(route)
-    else routes.set(route, parseRate(variable, rate, 'account-' + route.split('/')[1]))
+    const given = item.slice(eq + 1).trim()
+    if (given.toLowerCase() === 'off') routes.delete(route)
+    else routes.set(route, parseRate(variable, given, 'account-' + route.split('/')[1]))
   }
   const given = envValue(env, 'AUTHGATE_ACCOUNT_KEY_SECRET')?.trim()
   if (given !== undefined && given !== '' && given.length < 32)

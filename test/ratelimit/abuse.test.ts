@@ -31,7 +31,7 @@ describe('account identifiers', () => {
 })
 
 describe('abuse-protection settings', () => {
-  it('has defaults for every account route and overrides per route', () => {
+  it('has defaults for every account route and overrides per route', async () => {
     const d = loadAccountLimits({})
     assert.equal(d.routes.get('POST /token')?.limit, 10)
     assert.equal(d.routes.get('POST /recover')?.limit, 5)
@@ -53,6 +53,21 @@ describe('abuse-protection settings', () => {
       /given twice/,
     )
     assert.throws(() => loadAccountLimits({ AUTHGATE_ACCOUNT_KEY_SECRET: 'short' }), /32 characters/)
+    // `off` turns off what it names, and only that.
+    const noSignIn = loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT: 'off' })
+    assert.deepEqual([...noSignIn.routes.keys()], ['POST /otp', 'POST /recover', 'POST /resend'])
+    const none = loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT: 'OFF', AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT: 'off' })
+    assert.equal(none.routes.size, 0)
+    // AUTHGATE_RATE_LIMITED_ROUTES=none governs the per-client-IP limits only, as --help says.
+    const noClient = loadRateLimitSettings({ AUTHGATE_RATE_LIMITED_ROUTES: 'none' })
+    assert.equal(noClient.routes.size, 0)
+    assert.equal(noClient.accounts?.routes.size, 5)
+    assert.ok(noClient.budgets?.email !== undefined && noClient.budgets.sms !== undefined)
+    const { settingsHelp } = await import('../../src/config/schema.ts')
+    assert.match(
+      settingsHelp(),
+      /none: no per-client-IP limit on any route \(the per-account limits and the e-mail and SMS budgets stay on/,
+    )
   })
 
   it("halves Supabase Auth's hourly count so no hour of its own can see more", () => {
@@ -249,6 +264,27 @@ describe('per-account limits and budgets on the app', () => {
       json('/auth/signup', { email: 'mix3@example.com', password: 'x'.repeat(10) }, '203.0.113.7'),
     ]
     for (const flow of flows) assert.equal((await h.app.inject(flow)).statusCode, 200, flow.url)
+  })
+
+  it('caps a sprayer at the defaults once it would leave less than half of the budget', async (t) => {
+    const h = await harness({})
+    t.after(() => h.close())
+    const sprayer: number[] = []
+    for (let i = 0; i < 20; i++)
+      sprayer.push((await h.app.inject(json('/auth/otp', { email: `s${i}@example.com` }, '192.0.2.66'))).statusCode)
+    const others: number[] = []
+    for (let i = 0; i < 12; i++)
+      others.push(
+        (await h.app.inject(json('/auth/otp', { email: `o${i}@example.com` }, `198.51.100.${i >> 1}`))).statusCode,
+      )
+    const through = (a: number[]) => a.filter((s) => s === 200).length
+    console.log(
+      `budget 30 (15 at once), share 20%: a sprayer got ${through(sprayer)} of 20 through, then other clients ${through(others)} of 12`,
+    )
+    assert.deepEqual(sprayer, [...Array<number>(7).fill(200), ...Array<number>(13).fill(429)])
+    assert.deepEqual(others, [...Array<number>(8).fill(200), ...Array<number>(4).fill(429)])
+    assert.equal(h.app.authgate.rateLimiter!.counters.deniedBy.get('email_budget_client\tPOST /otp'), 13)
+    assert.equal(h.app.authgate.rateLimiter!.counters.deniedBy.get('email_budget\tPOST /otp'), 4)
   })
 
   it('does not charge sign-ups the backend confirms without a message', async (t) => {
