@@ -50,7 +50,9 @@ async function main(): Promise<void> {
   if (args[0] === 'doctor') {
     const settings = configured()
     const { runDoctor } = await import('./doctor/run.ts')
-    process.exitCode = await runDoctor(args.slice(1), settings, (text) => process.stdout.write(text))
+    process.exitCode = await runDoctor(args.slice(1), { ...settings, backendEnv: process.env }, (text) =>
+      process.stdout.write(text),
+    )
     return
   }
   // Settings come only from the environment: anything on the command line is a mistake (a typo of
@@ -125,7 +127,10 @@ async function main(): Promise<void> {
   // deployment, not per worker.
   if (!cluster.isWorker || cluster.worker?.id === 1) {
     const { logStartupFindings } = await import('./doctor/run.ts')
-    void logStartupFindings({ core: config, rateLimit, publicUrl: settings.publicUrl, workers }, app.log)
+    void logStartupFindings(
+      { core: config, rateLimit, publicUrl: settings.publicUrl, workers, backendEnv: process.env },
+      app.log,
+    )
   }
 }
 

@@ -11,6 +11,8 @@ export interface DoctorSettings {
   publicUrl: string | undefined
   /** AUTHGATE_WORKERS: processes that must agree on the account keys. */
   workers?: number | undefined
+  /** Supabase Auth's `GOTRUE_*` settings, where the operator gave them (the doctor's environment). */
+  backendEnv?: Readonly<Record<string, string | undefined>> | undefined
 }
 
 function clientFor(core: CoreConfig): SupabaseAuthClient {
@@ -34,6 +36,7 @@ export async function diagnose(settings: DoctorSettings, probe: boolean): Promis
       rateLimit: settings.rateLimit,
       publicUrl: settings.publicUrl,
       workers: settings.workers,
+      backendEnv: settings.backendEnv,
       backend,
       probe,
     })
@@ -54,8 +57,11 @@ export async function runDoctor(
     return 2
   }
   const findings = await diagnose(settings, !args.includes('--no-probe'))
-  if (args.includes('--json')) out(JSON.stringify({ ok: !hasError(findings), findings }, null, 2) + '\n')
-  else out(formatFindings(findings))
+  if (args.includes('--json')) {
+    // Every finding has the four members docs/doctor.md shows: `fix` is null when nothing needs fixing.
+    const all = findings.map((f) => ({ check: f.check, status: f.status, message: f.message, fix: f.fix ?? null }))
+    out(JSON.stringify({ ok: !hasError(findings), findings: all }, null, 2) + '\n')
+  } else out(formatFindings(findings))
   return hasError(findings) ? 1 : 0
 }
 
