@@ -13,6 +13,7 @@ const unavailable = (await backendUnavailableReason()) ?? (await sharedRedisSkip
 
 const PASSWORD = 'correct-horse-battery-5'
 const ACCOUNT = 'guessed@example.com'
+const VICTIM = 'victim@example.com'
 const RECOVERY_USERS = Array.from({ length: 40 }, (_, i) => `recover-${i}@example.com`)
 /** Supabase Auth's e-mail budget (GOTRUE_RATE_LIMIT_EMAIL_SENT), mirrored by AUTHGATE_EMAIL_BUDGET. */
 const BACKEND_EMAILS_PER_HOUR = 10
@@ -62,7 +63,7 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
       throw error
     }
     // Confirmed users made through the admin API: no e-mail is sent for them.
-    for (const email of [ACCOUNT, ...RECOVERY_USERS]) {
+    for (const email of [ACCOUNT, VICTIM, ...RECOVERY_USERS]) {
       const response = await fetch(`${backend.url}/admin/users`, {
         method: 'POST',
         headers: { authorization: `Bearer ${backend.serviceRoleJwt()}`, 'content-type': 'application/json' },
@@ -146,6 +147,60 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
       '198.51.100.31',
     )
     assert.equal(other.status, 200)
+  })
+
+  it('lets the victim in past a targeted lock-out: failures counted, not attempts, and its device cookie', async (t) => {
+    const signIn = async (replica: number, password: string, clientIp: string, cookie?: string) => {
+      const response = await fetch(`${gateways[replica % gateways.length]!.url}/auth/token?grant_type=password`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-forwarded-for': clientIp,
+          ...(cookie !== undefined ? { cookie } : {}),
+        },
+        body: JSON.stringify({ email: VICTIM, password }),
+      })
+      const body = (await response.json()) as { error_code?: string; access_token?: string }
+      return {
+        status: response.status,
+        code: body.error_code ?? (body.access_token ? 'session' : ''),
+        setCookie: response.headers.get('set-cookie'),
+        policy: response.headers.get('ratelimit-policy'),
+      }
+    }
+    const guess = (i: number) => signIn(i, `attacker-guess-${i}`, `198.51.100.${100 + i}`)
+    const attacker: string[] = []
+    for (let i = 0; i < 9; i++) attacker.push(`${(await guess(i)).status}`)
+    // Nine failures from nine addresses: the victim's correct password from its own address still
+    // reaches Supabase Auth and signs in (a success costs nothing), and its browser gets a device cookie.
+    const own = await signIn(0, PASSWORD, '192.0.2.77')
+    assert.deepEqual([own.status, own.code], [200, 'session'])
+    assert.match(
+      own.setCookie ?? '',
+      /^authgate-device=[\w.-]+; Path=\/auth\/token; Max-Age=\d+; HttpOnly; SameSite=Lax$/,
+    )
+    assert.ok(!own.setCookie!.includes('victim'))
+    const cookie = own.setCookie!.slice(0, own.setCookie!.indexOf(';'))
+    // The attacker keeps going: the 10th failure locks the account for everyone without the cookie.
+    for (let i = 9; i < 14; i++) attacker.push(`${(await guess(i)).status}`)
+    assert.deepEqual(attacker, [...Array<string>(10).fill('400'), '429', '429', '429', '429'])
+    const locked = await signIn(1, PASSWORD, '192.0.2.77')
+    assert.deepEqual(
+      [locked.status, locked.code, locked.policy],
+      [429, 'over_request_rate_limit', '"account";q=10;w=900'],
+    )
+    // The victim's browser, on either replica, signs in with its own budget.
+    const known = [await signIn(1, PASSWORD, '192.0.2.77', cookie), await signIn(0, PASSWORD, '192.0.2.78', cookie)]
+    assert.deepEqual(
+      known.map((k) => [k.status, k.code]),
+      [
+        [200, 'session'],
+        [200, 'session'],
+      ],
+    )
+    t.diagnostic(
+      `lock-out replay: attacker ${attacker.filter((a) => a === '400').length} failures reached Supabase Auth, then ${attacker.filter((a) => a === '429').length} refused; victim after 9 failures: ${own.status}; victim without cookie once locked: ${locked.status}; victim with its device cookie: ${known.map((k) => k.status).join(', ')}`,
+    )
   })
 
   it('stops 40 recovery e-mails from one client at its share, before Supabase Auth’s e-mail budget runs out', async (t) => {

@@ -305,6 +305,13 @@ export const SETTINGS: readonly Setting[] = [
       'secret of the HMAC that turns an e-mail or phone into a rate-limit key (at least 32 characters); the same on every replica sharing a Redis',
   },
   {
+    name: 'AUTHGATE_ACCOUNT_DEVICE_COOKIE',
+    group: 'Abuse protection',
+    default: 'on',
+    meaning:
+      '`on`: a successful password sign-in sets an HttpOnly device cookie bound to the account, and a browser presenting it has a per-account budget of its own (half of `AUTHGATE_ACCOUNT_RATE_LIMIT`) that strangers cannot spend; `off`: none is set or read',
+  },
+  {
     name: 'AUTHGATE_EMAIL_BUDGET',
     group: 'Abuse protection',
     default: '30',

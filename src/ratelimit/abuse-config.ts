@@ -33,6 +33,8 @@ export interface AccountLimitConfig {
   secret: string
   /** False when the secret is this process's own random one (limits then differ per replica). */
   secretConfigured: boolean
+  /** Known devices (a device cookie) have a password sign-in budget of their own. */
+  deviceCookie: boolean
 }
 
 export interface Budget {
@@ -92,7 +94,18 @@ export function loadAccountLimits(env: Env): AccountLimitConfig {
   if (given !== undefined && given !== '' && given.length < 32)
     throw new AuthgateConfigError('AUTHGATE_ACCOUNT_KEY_SECRET', 'must be at least 32 characters')
   const secretConfigured = given !== undefined && given !== ''
-  return { routes, secret: secretConfigured ? given : randomAccountSecret(), secretConfigured }
+  const device = settingValue(env, 'AUTHGATE_ACCOUNT_DEVICE_COOKIE')!.trim().toLowerCase()
+  if (device !== 'on' && device !== 'off')
+    throw new AuthgateConfigError(
+      'AUTHGATE_ACCOUNT_DEVICE_COOKIE',
+      `must be "on" or "off", got ${JSON.stringify(device)}`,
+    )
+  return {
+    routes,
+    secret: secretConfigured ? given : randomAccountSecret(),
+    secretConfigured,
+    deviceCookie: device === 'on',
+  }
 }
 
 /** The budgets mirroring Supabase Auth's e-mail and SMS budgets, and the share one client may take. */

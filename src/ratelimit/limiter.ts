@@ -16,6 +16,7 @@ import { accountIdentifier, accountKeyer, messageChannel } from './account-key.t
 import type { RateLimitPolicy } from './policy.ts'
 import type { ErrorCode } from '../errors.ts'
 import { refusedCredentials, watchAnswer } from './answer-watch.ts'
+import { deviceCookies, devicePolicy } from './device-cookie.ts'
 
 /**
  * A route's onRequest hook: callback style for a store that decides synchronously (no promise
@@ -34,13 +35,13 @@ export interface RateLimitCounters {
   failedOpen: number
   /** ... or answered 429 (=closed). */
   failedClosed: number
-  /** Denials by `limit\troute` (limit: client, account, email_budget, email_budget_client, sms_budget, sms_budget_client). */
+  /** Denials by `limit\troute` (limit: client, account, account_device, email_budget, email_budget_client, sms_budget, sms_budget_client). */
   deniedBy: Map<string, number>
 }
 
 /** Which of authgate's limits answered a 429 (the `limit` of the log line and the metric). */
 export type LimitKind =
-  'client' | 'account' | 'email_budget' | 'email_budget_client' | 'sms_budget' | 'sms_budget_client'
+  'client' | 'account' | 'account_device' | 'email_budget' | 'email_budget_client' | 'sms_budget' | 'sms_budget_client'
 /** A 429 written without Fastify (src/http/early-refusal.ts): the same headers and body as the hook's. */
 export interface EarlyRefusal {
   /**
@@ -256,6 +257,7 @@ export function createRateLimiter(
   const accounts = config.accounts
   const budgets = config.budgets
   const keyOf = accounts ? accountKeyer(accounts.secret) : undefined
+  const devices = accounts?.deviceCookie === true ? deviceCookies(accounts.secret) : undefined
 
   /**
    * One take: the decision, undefined when the store could not decide and the failure policy
@@ -319,26 +321,41 @@ export function createRateLimiter(
       code: 'over_request_rate_limit',
       message: 'Too many requests for this account; try again later',
     } as const
+    const deviceRefusal = {
+      limit: 'account_device',
+      route,
+      code: 'over_request_rate_limit',
+      message: 'Too many requests for this account from this device; try again later',
+    } as const
+    const knownDevice = passwordOnly && accountPolicy !== undefined ? devicePolicy(accountPolicy) : undefined
+    const deviceBucket = 'acct-dev|' + bucketName(template) + '|'
 
     return async function abuseLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       if (accountPolicy !== undefined && keyOf !== undefined) {
         const grant = (request.query as Record<string, unknown> | undefined)?.grant_type
         const identifier = passwordOnly && grant !== 'password' ? undefined : accountIdentifier(request.body)
         if (identifier !== undefined) {
-          const key = accountBucket + keyOf(identifier)
-          const decision = await decide(request, reply, key, accountPolicy)
+          // A browser that signed in to this account before (its device cookie) has a bucket of its
+          // own: strangers' failures cannot lock it out, and its failures spend only its budget.
+          const device = knownDevice !== undefined ? devices?.deviceOf(request.headers.cookie, identifier) : undefined
+          const key = device !== undefined ? deviceBucket + device : accountBucket + keyOf(identifier)
+          const policy = device !== undefined ? knownDevice! : accountPolicy
+          const decision = await decide(request, reply, key, policy)
           if (decision === true) return reply
           if (decision !== undefined && !decision.allowed) {
-            refuse(request, reply, accountPolicy, decision, accountRefusal)
+            refuse(request, reply, policy, decision, device !== undefined ? deviceRefusal : accountRefusal)
             return reply
           }
           if (decision !== undefined) counters.allowed++
           // A password sign-in holds its unit as a reservation until Supabase Auth answers: given
           // back unless the answer says the password was wrong, so only failures count, and
           // parallel guesses can never run past the bucket (each one in flight holds a unit).
-          if (passwordOnly && decision !== undefined) {
+          if (passwordOnly) {
             watchAnswer(request.raw, (status, errorCode) => {
-              if (!refusedCredentials(status, errorCode)) refund(key, accountPolicy)
+              if (decision !== undefined && !refusedCredentials(status, errorCode)) refund(key, policy)
+              // Set before the relay writes the head: it merges the reply's own headers.
+              if (devices !== undefined && device === undefined && status >= 200 && status < 300)
+                reply.header('set-cookie', devices.issue(identifier, cookiePath(request), request.protocol === 'https'))
             })
           }
         }
@@ -453,6 +470,13 @@ export function createRateLimiter(
     },
     close: () => store.close(),
   }
+}
+
+/** The path the request came in on (the route under its prefix), the device cookie's scope. */
+function cookiePath(request: FastifyRequest): string {
+  const url = request.raw.url ?? '/'
+  const q = url.indexOf('?')
+  return q < 0 ? url : url.slice(0, q)
 }
 
 /** The shared budget is short: after this message, less than half of its burst is left. */

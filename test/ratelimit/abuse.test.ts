@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { accountIdentifier, accountKeyer, messageChannel } from '../../src/ratelimit/account-key.ts'
 import { budgetFor, loadAccountLimits, loadBudgets } from '../../src/ratelimit/abuse-config.ts'
+import { DEVICE_COOKIE, deviceCookies, devicePolicy } from '../../src/ratelimit/device-cookie.ts'
 import { MemoryStore } from '../../src/ratelimit/memory-store.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
 import { withFakeBackend } from '../support/app.ts'
@@ -329,6 +330,92 @@ describe('per-account limits and budgets on the app', () => {
         .statusCode,
       429,
     )
+  })
+})
+
+describe('device cookies against targeted lock-out', () => {
+  it('binds a cookie to one account under a MAC, with no identifier in it', () => {
+    const cookies = deviceCookies(SECRET)
+    const set = cookies.issue('e:ada@example.com', '/auth/token', true)
+    assert.match(
+      set,
+      /^authgate-device=[\w-]{22}\.[\w-]{22}\.[\w-]{22}; Path=\/auth\/token; Max-Age=15552000; HttpOnly; Secure; SameSite=Lax$/,
+    )
+    assert.ok(!set.includes('ada'))
+    const value = set.slice(DEVICE_COOKIE.length + 1, set.indexOf(';'))
+    const header = `other=1; ${DEVICE_COOKIE}=${value}`
+    const device = cookies.deviceOf(header, 'e:ada@example.com')
+    assert.equal(device, value.split('.').slice(0, 2).join('.'))
+    // Another account, another secret, a changed nonce or MAC, extra parts: not a known device.
+    assert.equal(cookies.deviceOf(header, 'e:bob@example.com'), undefined)
+    assert.equal(deviceCookies('y'.repeat(32)).deviceOf(header, 'e:ada@example.com'), undefined)
+    const [tag, nonce, mac] = value.split('.') as [string, string, string]
+    for (const forged of [`${tag}.${nonce}x.${mac}`, `${tag}.${nonce}.${mac.slice(1)}`, `${value}.x`, tag, 'x'])
+      assert.equal(cookies.deviceOf(`${DEVICE_COOKIE}=${forged}`, 'e:ada@example.com'), undefined, forged)
+    assert.equal(cookies.deviceOf(undefined, 'e:ada@example.com'), undefined)
+    assert.equal(cookies.deviceOf(`${DEVICE_COOKIE}x=${value}; ${DEVICE_COOKIE}`, 'e:ada@example.com'), undefined)
+    // A forged one beside the real one does not hide it.
+    assert.equal(cookies.deviceOf(`${DEVICE_COOKIE}=x.y.z; ${DEVICE_COOKIE}=${value}`, 'e:ada@example.com'), device)
+    assert.doesNotMatch(cookies.issue('e:ada@example.com', '/token', false), /Secure/)
+    assert.deepEqual(devicePolicy({ name: 'account', limit: 10, windowMs: 900_000, burst: 10 }), {
+      name: 'account-device',
+      limit: 5,
+      windowMs: 900_000,
+      burst: 5,
+    })
+    assert.equal(devicePolicy({ name: 'account', limit: 1, windowMs: 1000, burst: 1 }).limit, 1)
+  })
+
+  it("keeps the owner's browser signing in while strangers lock the account out", async (t) => {
+    const h = await harness({})
+    t.after(() => h.close())
+    refuseSignIns(h, ['owner-password'])
+    const signIn = (password: string, ip: string, cookie?: string) =>
+      h.app.inject({
+        ...json('/auth/token?grant_type=password', { email: 'ada@example.com', password }, ip),
+        ...(cookie !== undefined ? { headers: { 'content-type': 'application/json', cookie } } : {}),
+      })
+    const first = await signIn('owner-password', '203.0.113.5')
+    assert.equal(first.statusCode, 200)
+    const set = String(first.headers['set-cookie'])
+    assert.match(set, /^authgate-device=.+; Path=\/auth\/token; .*HttpOnly/)
+    const cookie = set.slice(0, set.indexOf(';'))
+    // A failed sign-in sets no cookie; a known device is not given another.
+    const attacker: number[] = []
+    for (let i = 0; i < 12; i++) {
+      const res = await signIn(`guess-${i}`, `198.51.100.${i + 1}`)
+      attacker.push(res.statusCode)
+      assert.equal(res.headers['set-cookie'], undefined)
+    }
+    assert.deepEqual(attacker, [...Array<number>(10).fill(400), 429, 429])
+    // Locked for clients without the cookie, the owner's own address included (bearer-only clients: as before).
+    assert.equal((await signIn('owner-password', '203.0.113.5')).statusCode, 429)
+    // The owner's browser signs in, and keeps doing so.
+    for (let i = 0; i < 3; i++) {
+      const res = await signIn('owner-password', '203.0.113.5', cookie)
+      assert.equal(res.statusCode, 200)
+      assert.equal(res.headers['set-cookie'], undefined)
+    }
+    // Its own failures spend its own budget (5), then it too is refused, naming the device.
+    const own: number[] = []
+    for (let i = 0; i < 6; i++) own.push((await signIn('typo', '203.0.113.5', cookie)).statusCode)
+    assert.deepEqual(own, [400, 400, 400, 400, 400, 429])
+    assert.equal(h.app.authgate.rateLimiter!.counters.deniedBy.get('account_device\tPOST /token'), 1)
+    // Without the cookie, or with a forged one, the lock holds.
+    assert.equal((await signIn('x'.repeat(8), '203.0.113.9')).statusCode, 429)
+    assert.equal((await signIn('owner-password', '198.51.100.1', `${cookie}x`)).statusCode, 429)
+  })
+
+  it('sets no device cookie when turned off', async (t) => {
+    const h = await harness({ AUTHGATE_ACCOUNT_DEVICE_COOKIE: 'off' })
+    t.after(() => h.close())
+    refuseSignIns(h, ['owner-password'])
+    const res = await h.app.inject(
+      json('/auth/token?grant_type=password', { email: 'ada@example.com', password: 'owner-password' }, '203.0.113.5'),
+    )
+    assert.equal(res.statusCode, 200)
+    assert.equal(res.headers['set-cookie'], undefined)
+    assert.throws(() => loadAccountLimits({ AUTHGATE_ACCOUNT_DEVICE_COOKIE: 'maybe' }), /"on" or "off"/)
   })
 })
 
