@@ -128,6 +128,11 @@ function deniedHeaders(
 // A decision made early (src/http/early-refusal.ts), kept on the raw request for the route's hook.
 const kDecision = Symbol('authgate.rateLimitDecision')
 type WithDecision = IncomingMessage & { [kDecision]?: Decision }
+// Set on a request once the store failed to decide for it: its later decisions (the per-account
+// limit, the budgets) follow the failure policy at once, so a stalled Redis costs a request one
+// AUTHGATE_REDIS_TIMEOUT, not one per limit.
+const kStoreFailed = Symbol('authgate.rateLimitStoreFailed')
+type WithStoreFailure = IncomingMessage & { [kStoreFailed]?: true }
 
 /**
  * Bucket name for a route template. Keys are (template, client), not (method, template): routes
@@ -214,6 +219,7 @@ export function createRateLimiter(
     }
     const fail = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
       storeFailed(err)
+      ;(request.raw as WithStoreFailure)[kStoreFailed] = true
       reply.header('RateLimit-Policy', policyValue)
       if (!closed) {
         counters.failedOpen++
@@ -269,18 +275,23 @@ export function createRateLimiter(
     key: string,
     policy: RateLimitPolicy,
   ): Promise<Decision | undefined | true> {
-    try {
-      return store.takeSync ? store.takeSync(key, policy) : await store.take(key, policy)
-    } catch (err) {
-      storeFailed(err)
-      if (!closed) {
-        counters.failedOpen++
-        return undefined
+    const raw = request.raw as WithStoreFailure
+    // Not asked again once it failed for this request (counted and logged then).
+    if (raw[kStoreFailed] !== true) {
+      try {
+        return store.takeSync ? store.takeSync(key, policy) : await store.take(key, policy)
+      } catch (err) {
+        storeFailed(err)
+        raw[kStoreFailed] = true
       }
-      counters.failedClosed++
-      sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
-      return true
     }
+    if (!closed) {
+      counters.failedOpen++
+      return undefined
+    }
+    counters.failedClosed++
+    sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
+    return true
   }
 
   function refuse(

@@ -445,6 +445,29 @@ describe('per-account limits when the store fails, and their log lines', () => {
     })
   }
 
+  it('asks a failing store once per request: a stalled Redis costs one timeout, not one per limit', async (t) => {
+    let calls = 0
+    const h = await withFakeBackend(
+      {},
+      {
+        // The defaults: a per-IP limit on /recover, the per-account limit and the e-mail budget and share.
+        rateLimit: loadRateLimitSettings({}),
+        rateLimitStore: {
+          take: () => {
+            calls++
+            return Promise.reject(new Error('no decision in time'))
+          },
+          close: () => Promise.resolve(),
+        },
+      },
+    )
+    t.after(() => h.close())
+    const res = await h.app.inject(json('/auth/recover', { email: 'a@example.com' }, '203.0.113.1'))
+    assert.equal(res.statusCode, 200)
+    const counters = h.app.authgate.rateLimiter!.counters
+    assert.deepEqual([calls, counters.storeErrors, counters.failedOpen], [1, 1, 4])
+  })
+
   it('logs which limit answered on which route, never the account', async (t) => {
     const { logCapture } = await import('../support/log-capture.ts')
     const logs = logCapture()
