@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { SHARED_REDIS_URL, sharedRedisSkipReason, uniquePrefix } from '../test/ratelimit/support/redis.ts'
 import { startGatewayProcess, type GatewayProcess } from './support/gateway-process.ts'
+import { postgresTarget, runPsql } from './support/postgres.ts'
 import {
   backendUnavailableReason,
   reservePort,
@@ -273,5 +274,89 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
     const second = await verify('192.0.2.11')
     await second.body?.cancel()
     assert.equal(second.status, 403, 'another client is not limited by the first one’s count')
+  })
+})
+
+/**
+ * One user's own flows from one client IP, through authgate at its defaults (budgets of 30, a share
+ * of 20%) in front of a Supabase Auth at its own default e-mail budget (30) that sends e-mail.
+ */
+describe('one client’s own message flows at the default budgets', { skip: unavailable }, () => {
+  let backend: SupabaseAuthServer
+  let gateway: GatewayProcess | undefined
+
+  before(async () => {
+    const port = await reservePort()
+    backend = await startSupabaseAuth({
+      publicUrl: `http://localhost:${port.port}/auth`,
+      database: 'authgate_e2e_abuse_mix',
+      extraEnv: { GOTRUE_MAILER_AUTOCONFIRM: 'false', GOTRUE_RATE_LIMIT_EMAIL_SENT: '30' },
+    })
+    await port.release()
+    gateway = await startGatewayProcess({
+      port: port.port,
+      backendUrl: backend.url,
+      env: {
+        AUTHGATE_TRUSTED_PROXIES: '127.0.0.1/32,::1/128',
+        AUTHGATE_ACCOUNT_KEY_SECRET: 'e2e-abuse-mix-secret-of-at-least-32-characters',
+      },
+    })
+  })
+  after(async () => {
+    await gateway?.stop()
+    await backend?.stop()
+  })
+
+  it('is never refused: sign-up, resend, confirm, OTP, recovery and e-mail change', async (t) => {
+    const CLIENT = '203.0.113.77'
+    const answers: string[] = []
+    const call = async (method: string, path: string, body: unknown, token?: string) => {
+      const response = await fetch(`${gateway!.url}/auth${path}`, {
+        method,
+        headers: {
+          'content-type': 'application/json',
+          'x-forwarded-for': CLIENT,
+          ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify(body),
+      })
+      const json = (await response.json()) as { error_code?: string; access_token?: string }
+      const policy = response.headers.get('ratelimit-policy')
+      answers.push(
+        `${method} ${path.split('?')[0]} ${response.status}${json.error_code ? ' ' + json.error_code : ''}${response.status === 429 && policy ? ' ' + policy : ''}`,
+      )
+      return json
+    }
+    const flows = async (user: string) => {
+      const email = `${user}@example.com`
+      const password = 'mix-password-9'
+      await call('POST', '/signup', { email, password })
+      await call('POST', '/resend', { type: 'signup', email })
+      // The link of the confirmation e-mail, as the user would follow it.
+      const tokenHash = await runPsql(
+        postgresTarget(),
+        backend.database,
+        `SELECT confirmation_token FROM auth.users WHERE email = '${email}'`,
+      )
+      await call('POST', '/verify', { type: 'signup', token_hash: tokenHash })
+      const session = await call('POST', '/token?grant_type=password', { email, password })
+      await call('POST', '/otp', { email, create_user: false })
+      await call('POST', '/recover', { email })
+      await call('PUT', '/user', { email: `${user}-new@example.com` }, session.access_token)
+    }
+    // One user's every flow (5 messages), then a second user's sign-up and resend from the same
+    // address (7 in all): never refused, while the budget (15 at once) has more than half left.
+    await flows('mix-a')
+    await call('POST', '/signup', { email: 'mix-b@example.com', password: 'mix-password-9' })
+    await call('POST', '/resend', { type: 'signup', email: 'mix-b@example.com' })
+    const refusedInMix = answers.filter((a) => !/ 200$/.test(a))
+    // Past that, one address spending more of everyone's budget is held to its share (3).
+    await call('POST', '/otp', { email: 'mix-b@example.com', create_user: false })
+    t.diagnostic(
+      `one client, default budgets: ${answers.length - 1} requests of its own flows (7 messages), ${refusedInMix.length} refused; ` +
+        `the next message: ${answers.at(-1)}\n${answers.join('\n')}`,
+    )
+    assert.deepEqual(refusedInMix, [], answers.join('\n'))
+    assert.equal(answers.at(-1), 'POST /otp 429 over_email_send_rate_limit "email-budget-client";q=3;w=3600')
   })
 })
