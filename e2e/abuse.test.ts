@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { SHARED_REDIS_URL, sharedRedisSkipReason, uniquePrefix } from '../test/ratelimit/support/redis.ts'
 import { startGatewayProcess, type GatewayProcess } from './support/gateway-process.ts'
+import { postgresTarget, runPsql } from './support/postgres.ts'
 import {
   backendUnavailableReason,
   reservePort,
@@ -13,6 +14,7 @@ const unavailable = (await backendUnavailableReason()) ?? (await sharedRedisSkip
 
 const PASSWORD = 'correct-horse-battery-5'
 const ACCOUNT = 'guessed@example.com'
+const VICTIM = 'victim@example.com'
 const RECOVERY_USERS = Array.from({ length: 40 }, (_, i) => `recover-${i}@example.com`)
 /** Supabase Auth's e-mail budget (GOTRUE_RATE_LIMIT_EMAIL_SENT), mirrored by AUTHGATE_EMAIL_BUDGET. */
 const BACKEND_EMAILS_PER_HOUR = 10
@@ -62,7 +64,7 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
       throw error
     }
     // Confirmed users made through the admin API: no e-mail is sent for them.
-    for (const email of [ACCOUNT, ...RECOVERY_USERS]) {
+    for (const email of [ACCOUNT, VICTIM, ...RECOVERY_USERS]) {
       const response = await fetch(`${backend.url}/admin/users`, {
         method: 'POST',
         headers: { authorization: `Bearer ${backend.serviceRoleJwt()}`, 'content-type': 'application/json' },
@@ -148,6 +150,60 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
     assert.equal(other.status, 200)
   })
 
+  it('lets the victim in past a targeted lock-out: failures counted, not attempts, and its device cookie', async (t) => {
+    const signIn = async (replica: number, password: string, clientIp: string, cookie?: string) => {
+      const response = await fetch(`${gateways[replica % gateways.length]!.url}/auth/token?grant_type=password`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-forwarded-for': clientIp,
+          ...(cookie !== undefined ? { cookie } : {}),
+        },
+        body: JSON.stringify({ email: VICTIM, password }),
+      })
+      const body = (await response.json()) as { error_code?: string; access_token?: string }
+      return {
+        status: response.status,
+        code: body.error_code ?? (body.access_token ? 'session' : ''),
+        setCookie: response.headers.get('set-cookie'),
+        policy: response.headers.get('ratelimit-policy'),
+      }
+    }
+    const guess = (i: number) => signIn(i, `attacker-guess-${i}`, `198.51.100.${100 + i}`)
+    const attacker: string[] = []
+    for (let i = 0; i < 9; i++) attacker.push(`${(await guess(i)).status}`)
+    // Nine failures from nine addresses: the victim's correct password from its own address still
+    // reaches Supabase Auth and signs in (a success costs nothing), and its browser gets a device cookie.
+    const own = await signIn(0, PASSWORD, '192.0.2.77')
+    assert.deepEqual([own.status, own.code], [200, 'session'])
+    assert.match(
+      own.setCookie ?? '',
+      /^authgate-device=[\w.-]+; Path=\/auth\/token; Max-Age=\d+; HttpOnly; SameSite=Lax$/,
+    )
+    assert.ok(!own.setCookie!.includes('victim'))
+    const cookie = own.setCookie!.slice(0, own.setCookie!.indexOf(';'))
+    // The attacker keeps going: the 10th failure locks the account for everyone without the cookie.
+    for (let i = 9; i < 14; i++) attacker.push(`${(await guess(i)).status}`)
+    assert.deepEqual(attacker, [...Array<string>(10).fill('400'), '429', '429', '429', '429'])
+    const locked = await signIn(1, PASSWORD, '192.0.2.77')
+    assert.deepEqual(
+      [locked.status, locked.code, locked.policy],
+      [429, 'over_request_rate_limit', '"account";q=10;w=900'],
+    )
+    // The victim's browser, on either replica, signs in with its own budget.
+    const known = [await signIn(1, PASSWORD, '192.0.2.77', cookie), await signIn(0, PASSWORD, '192.0.2.78', cookie)]
+    assert.deepEqual(
+      known.map((k) => [k.status, k.code]),
+      [
+        [200, 'session'],
+        [200, 'session'],
+      ],
+    )
+    t.diagnostic(
+      `lock-out replay: attacker ${attacker.filter((a) => a === '400').length} failures reached Supabase Auth, then ${attacker.filter((a) => a === '429').length} refused; victim after 9 failures: ${own.status}; victim without cookie once locked: ${locked.status}; victim with its device cookie: ${known.map((k) => k.status).join(', ')}`,
+    )
+  })
+
   it('stops 40 recovery e-mails from one client at its share, before Supabase Auth’s e-mail budget runs out', async (t) => {
     const statuses: number[] = []
     const bodies: Array<{ error_code?: string; msg?: string }> = []
@@ -218,5 +274,89 @@ describe('abuse protection in front of the real Supabase Auth', { skip: unavaila
     const second = await verify('192.0.2.11')
     await second.body?.cancel()
     assert.equal(second.status, 403, 'another client is not limited by the first one’s count')
+  })
+})
+
+/**
+ * One user's own flows from one client IP, through authgate at its defaults (budgets of 30, a share
+ * of 20%) in front of a Supabase Auth at its own default e-mail budget (30) that sends e-mail.
+ */
+describe('one client’s own message flows at the default budgets', { skip: unavailable }, () => {
+  let backend: SupabaseAuthServer
+  let gateway: GatewayProcess | undefined
+
+  before(async () => {
+    const port = await reservePort()
+    backend = await startSupabaseAuth({
+      publicUrl: `http://localhost:${port.port}/auth`,
+      database: 'authgate_e2e_abuse_mix',
+      extraEnv: { GOTRUE_MAILER_AUTOCONFIRM: 'false', GOTRUE_RATE_LIMIT_EMAIL_SENT: '30' },
+    })
+    await port.release()
+    gateway = await startGatewayProcess({
+      port: port.port,
+      backendUrl: backend.url,
+      env: {
+        AUTHGATE_TRUSTED_PROXIES: '127.0.0.1/32,::1/128',
+        AUTHGATE_ACCOUNT_KEY_SECRET: 'e2e-abuse-mix-secret-of-at-least-32-characters',
+      },
+    })
+  })
+  after(async () => {
+    await gateway?.stop()
+    await backend?.stop()
+  })
+
+  it('is never refused: sign-up, resend, confirm, OTP, recovery and e-mail change', async (t) => {
+    const CLIENT = '203.0.113.77'
+    const answers: string[] = []
+    const call = async (method: string, path: string, body: unknown, token?: string) => {
+      const response = await fetch(`${gateway!.url}/auth${path}`, {
+        method,
+        headers: {
+          'content-type': 'application/json',
+          'x-forwarded-for': CLIENT,
+          ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify(body),
+      })
+      const json = (await response.json()) as { error_code?: string; access_token?: string }
+      const policy = response.headers.get('ratelimit-policy')
+      answers.push(
+        `${method} ${path.split('?')[0]} ${response.status}${json.error_code ? ' ' + json.error_code : ''}${response.status === 429 && policy ? ' ' + policy : ''}`,
+      )
+      return json
+    }
+    const flows = async (user: string) => {
+      const email = `${user}@example.com`
+      const password = 'mix-password-9'
+      await call('POST', '/signup', { email, password })
+      await call('POST', '/resend', { type: 'signup', email })
+      // The link of the confirmation e-mail, as the user would follow it.
+      const tokenHash = await runPsql(
+        postgresTarget(),
+        backend.database,
+        `SELECT confirmation_token FROM auth.users WHERE email = '${email}'`,
+      )
+      await call('POST', '/verify', { type: 'signup', token_hash: tokenHash })
+      const session = await call('POST', '/token?grant_type=password', { email, password })
+      await call('POST', '/otp', { email, create_user: false })
+      await call('POST', '/recover', { email })
+      await call('PUT', '/user', { email: `${user}-new@example.com` }, session.access_token)
+    }
+    // One user's every flow (5 messages), then a second user's sign-up and resend from the same
+    // address (7 in all): never refused, while the budget (15 at once) has more than half left.
+    await flows('mix-a')
+    await call('POST', '/signup', { email: 'mix-b@example.com', password: 'mix-password-9' })
+    await call('POST', '/resend', { type: 'signup', email: 'mix-b@example.com' })
+    const refusedInMix = answers.filter((a) => !/ 200$/.test(a))
+    // Past that, one address spending more of everyone's budget is held to its share (3).
+    await call('POST', '/otp', { email: 'mix-b@example.com', create_user: false })
+    t.diagnostic(
+      `one client, default budgets: ${answers.length - 1} requests of its own flows (7 messages), ${refusedInMix.length} refused; ` +
+        `the next message: ${answers.at(-1)}\n${answers.join('\n')}`,
+    )
+    assert.deepEqual(refusedInMix, [], answers.join('\n'))
+    assert.equal(answers.at(-1), 'POST /otp 429 over_email_send_rate_limit "email-budget-client";q=3;w=3600')
   })
 })

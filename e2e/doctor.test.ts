@@ -11,7 +11,11 @@ const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url))
 const PUBLIC_URL = 'http://localhost:47001/auth'
 
 /** `authgate doctor` run as an operator runs it: configured by its environment. */
-function doctor(backend: SupabaseAuthServer, args: string[]): Promise<{ status: number; stdout: string }> {
+function doctor(
+  backend: SupabaseAuthServer,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<{ status: number; stdout: string }> {
   const child = spawn(process.execPath, [MAIN, 'doctor', ...args], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -19,6 +23,7 @@ function doctor(backend: SupabaseAuthServer, args: string[]): Promise<{ status: 
       AUTHGATE_PUBLIC_URL: PUBLIC_URL,
       AUTHGATE_CORS_ORIGINS: 'http://localhost:3000',
       AUTHGATE_LOG_LEVEL: 'warn',
+      ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -39,6 +44,7 @@ const byCheck = (findings: Finding[], check: string) => findings.filter((f) => f
 // Supabase Auth's own per-IP limit on POST /otp at its default (30 per 5 minutes, 30 at once): the
 // probe needs a limit to meet.
 const OWN_OTP_LIMIT = { GOTRUE_RATE_LIMIT_OTP: '30' }
+const BACKEND_EMAIL_BUDGET = 5
 
 describe('authgate doctor against the real Supabase Auth', { skip: unavailable }, () => {
   let good: SupabaseAuthServer
@@ -48,7 +54,8 @@ describe('authgate doctor against the real Supabase Auth', { skip: unavailable }
     good = await startSupabaseAuth({
       publicUrl: PUBLIC_URL,
       database: 'authgate_e2e_doctor_good',
-      extraEnv: OWN_OTP_LIMIT,
+      // An e-mail budget below authgate's default (30), which Supabase Auth publishes nowhere.
+      extraEnv: { ...OWN_OTP_LIMIT, GOTRUE_RATE_LIMIT_EMAIL_SENT: String(BACKEND_EMAIL_BUDGET) },
     })
     // What goes wrong behind a proxy: the external URL without authgate's prefix (links and the
     // provider callback built from it), the issuer left at it, and no header named for the client IP.
@@ -105,5 +112,36 @@ describe('authgate doctor against the real Supabase Auth', { skip: unavailable }
     const ip = byCheck(report.findings, 'client-ip')[0]!
     assert.equal(ip.status, 'warn')
     assert.equal(ip.fix, 'GOTRUE_RATE_LIMIT_HEADER=X-Forwarded-For')
+  })
+
+  it("checks the budgets against Supabase Auth's own when given them, and says when it could not", async (t) => {
+    // Not given: the doctor cannot see GOTRUE_RATE_LIMIT_EMAIL_SENT=5 and says so, never "ok".
+    const blind = JSON.parse((await doctor(good, ['--json', '--no-probe'])).stdout) as { findings: Finding[] }
+    const email = byCheck(blind.findings, 'budgets')[0]!
+    assert.equal(email.status, 'info')
+    assert.match(email.message, /^e-mail: AUTHGATE_EMAIL_BUDGET=30 assumes .*: not verified/)
+    // Every finding has the members docs/doctor.md documents; `fix` is null where nothing needs fixing.
+    for (const f of blind.findings) assert.deepEqual(Object.keys(f), ['check', 'status', 'message', 'fix'])
+    assert.equal(byCheck(blind.findings, 'backend')[0]!.fix, null)
+    // Given as Supabase Auth has it: measured against authgate's, with the fix.
+    const told = await doctor(good, ['--no-probe'], { GOTRUE_RATE_LIMIT_EMAIL_SENT: String(BACKEND_EMAIL_BUDGET) })
+    t.diagnostic(
+      told.stdout
+        .split('\n')
+        .filter((l) => /budgets|fix: AUTHGATE_EMAIL/.test(l))
+        .join('\n'),
+    )
+    assert.match(
+      told.stdout,
+      /WARN\s+budgets\s+e-mail: AUTHGATE_EMAIL_BUDGET=30 but Supabase Auth's GOTRUE_RATE_LIMIT_EMAIL_SENT=5: authgate lets more through/,
+    )
+    assert.match(told.stdout, /fix: AUTHGATE_EMAIL_BUDGET=5/)
+    const matched = await doctor(good, ['--json', '--no-probe'], {
+      GOTRUE_RATE_LIMIT_EMAIL_SENT: '5',
+      AUTHGATE_EMAIL_BUDGET: '5',
+    })
+    const ok = byCheck((JSON.parse(matched.stdout) as { findings: Finding[] }).findings, 'budgets')[0]!
+    assert.equal(ok.status, 'ok')
+    assert.match(ok.message, /matches GOTRUE_RATE_LIMIT_EMAIL_SENT=5/)
   })
 })

@@ -1,7 +1,7 @@
 // The `authgate` command line: the service, `doctor`, `--help` and `--version` (src/main.ts runs it).
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
-import { PrimaryStore, runPrimary } from './cluster.ts'
+import { adoptPrimarySecret, PrimaryStore, runPrimary, workerEnvFor } from './cluster.ts'
 import { AuthgateConfigError } from './config.ts'
 import { readSettings } from './config/collect.ts'
 import { settingsHelp } from './config/schema.ts'
@@ -50,7 +50,9 @@ async function main(): Promise<void> {
   if (args[0] === 'doctor') {
     const settings = configured()
     const { runDoctor } = await import('./doctor/run.ts')
-    process.exitCode = await runDoctor(args.slice(1), settings, (text) => process.stdout.write(text))
+    process.exitCode = await runDoctor(args.slice(1), { ...settings, backendEnv: process.env }, (text) =>
+      process.stdout.write(text),
+    )
     return
   }
   // Settings come only from the environment: anything on the command line is a mistake (a typo of
@@ -66,6 +68,7 @@ async function main(): Promise<void> {
     const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
     runPrimary({
       workers,
+      workerEnv: workerEnvFor(rateLimit),
       ownsRateLimitStore: !rateLimit.redis,
       memoryMaxKeys: rateLimit.memoryMaxKeys,
       stopTimeoutMs: config.shutdownDelayMs + config.shutdownTimeoutMs,
@@ -75,6 +78,8 @@ async function main(): Promise<void> {
     growWithLoad()
     return
   }
+  // Every worker keys accounts with the primary's secret, so that they count one account as one.
+  if (cluster.isWorker) adoptPrimarySecret(rateLimit, process.env)
   // A cluster worker without Redis asks the primary, so that every worker draws on one budget.
   const rateLimitStore = cluster.isWorker && !rateLimit.redis ? new PrimaryStore() : undefined
   // Loaded here, not at the top: a cluster primary serves nothing and need not hold the app.
@@ -122,7 +127,10 @@ async function main(): Promise<void> {
   // deployment, not per worker.
   if (!cluster.isWorker || cluster.worker?.id === 1) {
     const { logStartupFindings } = await import('./doctor/run.ts')
-    void logStartupFindings({ core: config, rateLimit, publicUrl: settings.publicUrl }, app.log)
+    void logStartupFindings(
+      { core: config, rateLimit, publicUrl: settings.publicUrl, workers, backendEnv: process.env },
+      app.log,
+    )
   }
 }
 

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { servePrimaryMetrics } from './observability/cluster-metrics.ts'
 import { MemoryStore } from './ratelimit/memory-store.ts'
+import type { RateLimitConfig } from './ratelimit/config.ts'
 import type { RateLimitPolicy } from './ratelimit/policy.ts'
 import { SIGNAL_REPEAT_WINDOW_MS } from './shutdown.ts'
 import type { Decision, RateLimitStore } from './ratelimit/store.ts'
@@ -21,6 +22,8 @@ interface TakeRequest {
   id: number
   key: string
   policy: RateLimitPolicy
+  /** Give a unit back instead of taking one (its answer is an allowed decision, ignored). */
+  refund?: true
 }
 interface TakeBatch {
   authgate: 'rl-take'
@@ -65,6 +68,14 @@ export class PrimaryStore implements RateLimitStore {
   }
 
   take(key: string, policy: RateLimitPolicy): Promise<Decision> {
+    return this.#ask({ key, policy })
+  }
+
+  refund(key: string, policy: RateLimitPolicy): Promise<void> {
+    return this.#ask({ key, policy, refund: true }).then(() => undefined)
+  }
+
+  #ask(take: Omit<TakeRequest, 'id'>): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
       const id = this.#nextId++
       const timer = setTimeout(() => {
@@ -80,7 +91,7 @@ export class PrimaryStore implements RateLimitStore {
           reject(e)
         },
       })
-      this.#queue.push({ id, key, policy })
+      this.#queue.push({ id, ...take })
       if (!this.#flushScheduled) {
         this.#flushScheduled = true
         // After this turn's I/O callbacks: every request parsed in the same turn goes in one message.
@@ -112,17 +123,51 @@ export class PrimaryStore implements RateLimitStore {
   }
 }
 
+const REFUNDED: Decision = { allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 0 }
+
 /** Answers workers' rate-limit decisions from one memory store. */
 function serveDecisions(worker: Worker, store: MemoryStore) {
   worker.on('message', (message: unknown) => {
     if (!isTakeBatch(message)) return
-    const decisions: DecisionBatch['decisions'] = message.takes.map((t) => [t.id, store.takeSync(t.key, t.policy)])
+    const decisions: DecisionBatch['decisions'] = message.takes.map((t) => {
+      if (t.refund !== true) return [t.id, store.takeSync(t.key, t.policy)]
+      store.refundSync(t.key, t.policy)
+      return [t.id, REFUNDED]
+    })
     if (worker.isConnected()) worker.send({ authgate: 'rl-decisions', decisions } satisfies DecisionBatch)
   })
 }
 
+/**
+ * Where a worker finds the primary's account-key secret. Not an `AUTHGATE_*` name: it is no
+ * setting, and the workers' check for unknown settings must not take it for a typo.
+ */
+export const WORKER_ACCOUNT_SECRET = '_AUTHGATE_ACCOUNT_KEY_SECRET_OF_PRIMARY'
+
+/**
+ * What the primary adds to each worker's environment: without AUTHGATE_ACCOUNT_KEY_SECRET every
+ * process would draw a random one of its own, and the workers would key one account apart (each
+ * worker's share of the per-account limit, N times the limit in all). The primary's random secret,
+ * handed to all, makes them agree.
+ */
+export function workerEnvFor(rateLimit: Pick<RateLimitConfig, 'accounts'>): Record<string, string> {
+  const accounts = rateLimit.accounts
+  if (accounts === undefined || accounts.secretConfigured) return {}
+  return { [WORKER_ACCOUNT_SECRET]: accounts.secret }
+}
+
+/** In a worker: takes the primary's secret in place of its own random one, and out of the environment. */
+export function adoptPrimarySecret(rateLimit: Pick<RateLimitConfig, 'accounts'>, env: NodeJS.ProcessEnv): void {
+  const secret = env[WORKER_ACCOUNT_SECRET]
+  delete env[WORKER_ACCOUNT_SECRET]
+  if (secret === undefined || rateLimit.accounts === undefined || rateLimit.accounts.secretConfigured) return
+  rateLimit.accounts.secret = secret
+}
+
 export interface PrimaryOptions {
   workers: number
+  /** Added to every worker's environment (workerEnvFor). */
+  workerEnv?: Record<string, string>
   /** The primary owns the rate-limit store (no Redis configured). */
   ownsRateLimitStore: boolean
   memoryMaxKeys: number
@@ -145,7 +190,7 @@ export function runPrimary(options: PrimaryOptions): void {
   let exitCode = 0
 
   const fork = () => {
-    const worker = cluster.fork()
+    const worker = cluster.fork(options.workerEnv)
     if (store) serveDecisions(worker, store)
     worker.once('listening', () => listening.add(worker))
     worker.once('exit', (code, signal) => {

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { request } from 'node:http'
 import { after, before, describe, it } from 'node:test'
+import { adoptPrimarySecret, WORKER_ACCOUNT_SECRET, workerEnvFor } from '../src/cluster.ts'
 import { AuthgateConfigError } from '../src/config.ts'
+import { loadAccountLimits } from '../src/ratelimit/abuse-config.ts'
 import { loadWorkerCount as workerCount } from '../src/settings.ts'
 import { startFakeBackend, type FakeBackend } from './support/fake-backend.ts'
 
@@ -13,6 +15,24 @@ describe('AUTHGATE_WORKERS', () => {
     assert.ok(workerCount({ AUTHGATE_WORKERS: 'auto' }) >= 1)
     for (const bad of ['0', '-1', 'two', '1.5', '1000'])
       assert.throws(() => workerCount({ AUTHGATE_WORKERS: bad }), AuthgateConfigError, bad)
+  })
+})
+
+describe("the primary's account-key secret", () => {
+  it('is handed to the workers when none is configured, and taken out of their environment', () => {
+    const primary = { accounts: loadAccountLimits({}) }
+    const env: NodeJS.ProcessEnv = { ...workerEnvFor(primary) }
+    const worker = { accounts: loadAccountLimits({}) }
+    assert.notEqual(worker.accounts.secret, primary.accounts.secret)
+    adoptPrimarySecret(worker, env)
+    assert.equal(worker.accounts.secret, primary.accounts.secret)
+    assert.equal(env[WORKER_ACCOUNT_SECRET], undefined)
+    // A configured secret is every process's already; no limits, nothing to hand.
+    const configured = { accounts: loadAccountLimits({ AUTHGATE_ACCOUNT_KEY_SECRET: 's'.repeat(32) }) }
+    assert.deepEqual(workerEnvFor(configured), {})
+    adoptPrimarySecret(configured, { [WORKER_ACCOUNT_SECRET]: 'other' })
+    assert.equal(configured.accounts.secret, 's'.repeat(32))
+    assert.deepEqual(workerEnvFor({ accounts: undefined }), {})
   })
 })
 
@@ -87,6 +107,84 @@ describe('two workers', () => {
       child.kill('SIGTERM')
     }
     assert.equal(await exited, 0)
+  })
+})
+
+/** A password sign-in on its own connection; resolves to the status. */
+function signIn(port: number, clientIp: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ email: 'victim@example.com', password: `guess-${clientIp}` })
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/auth/token?grant_type=password',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': clientIp },
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+      },
+    )
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+describe('two workers without Redis or a configured key secret', () => {
+  it('count one account as one: exactly 10 failed sign-ins, whichever worker serves them', async () => {
+    const backend = await startFakeBackend((req, res) => {
+      res.writeHead(req.url!.startsWith('/token') ? 400 : 200, {
+        'content-type': 'application/json',
+        'x-sb-error-code': 'invalid_credentials',
+      })
+      res.end('{"code":400,"error_code":"invalid_credentials","msg":"Invalid login credentials"}')
+    })
+    const child = spawn(process.execPath, ['src/main.ts'], {
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        AUTHGATE_WORKERS: '2',
+        AUTHGATE_BACKEND_URL: backend.url,
+        AUTHGATE_TRUSTED_PROXIES: '127.0.0.1/32',
+        AUTHGATE_OPENAPI_PATH: 'off',
+        AUTHGATE_DOCS_PATH: 'off',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()))
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    try {
+      const deadline = Date.now() + 90_000
+      const ready = () => out.split('\n').filter((l) => l.includes('"msg":"authgate ready"'))
+      while (ready().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      assert.equal(ready().length, 2, `workers did not start:\n${out}`)
+      const port = Number(new URL((JSON.parse(ready()[0]!) as { address: string }).address).port)
+      const statuses: number[] = []
+      for (let i = 0; i < 24; i++) statuses.push(await signIn(port, `198.51.100.${i + 1}`))
+      const pids = new Set(
+        out
+          .split('\n')
+          .filter((l) => l.includes('"msg":"request"') || l.includes('"url":"/auth/token'))
+          .map((l) => (JSON.parse(l) as { pid: number }).pid),
+      )
+      console.log(
+        `2 workers, no Redis, no AUTHGATE_ACCOUNT_KEY_SECRET: ${statuses.filter((s) => s === 400).length} of 24 guesses reached the backend`,
+      )
+      assert.equal(statuses.filter((s) => s === 400).length, 10, String(statuses))
+      assert.equal(statuses.filter((s) => s === 429).length, 14, String(statuses))
+      assert.equal(backend.requests.filter((r) => r.target.startsWith('/token')).length, 10)
+      assert.equal(pids.size, 2, 'both workers served sign-ins')
+    } finally {
+      child.kill('SIGTERM')
+      await exited
+      await backend.close()
+    }
   })
 })
 

@@ -215,20 +215,22 @@ export const SETTINGS: readonly Setting[] = [
     name: 'AUTHGATE_RATE_LIMIT',
     group: 'Rate limiting',
     default: '30/5m',
-    meaning: 'default rate per client and route: `COUNT/WINDOW[;burst=N]` (windows in s, m, h, d)',
+    meaning:
+      'default rate per client IP and route of the per-client limits: `COUNT/WINDOW[;burst=N]` (windows in s, m, h, d)',
   },
   {
     name: 'AUTHGATE_RATE_LIMITED_ROUTES',
     group: 'Rate limiting',
     defaultText: 'the sign-up, sign-in and message routes, MFA challenge and verify',
     meaning:
-      'comma list of `METHOD /template` (relative to the prefix) that replaces the default list; `none` limits nothing',
+      'the routes with a per-client-IP limit: a comma list of `METHOD /template` (relative to the prefix) that replaces the default list; `none`: no per-client-IP limit on any route (the per-account limits and the e-mail and SMS budgets stay on: `AUTHGATE_ACCOUNT_RATE_LIMIT`, `AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT`, `AUTHGATE_EMAIL_BUDGET`, `AUTHGATE_SMS_BUDGET` turn them off)',
   },
   {
     name: 'AUTHGATE_RATE_LIMIT_ROUTES',
     group: 'Rate limiting',
     defaultText: 'none',
-    meaning: 'per-route rates, `METHOD /template=RATE` or `=off`, comma separated; naming a route here also limits it',
+    meaning:
+      'per-route rates of the per-client-IP limit, `METHOD /template=RATE` or `=off`, comma separated; naming a route here also limits it',
   },
   {
     name: 'AUTHGATE_REDIS_URL',
@@ -286,20 +288,21 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Abuse protection',
     default: '10/15m',
     meaning:
-      'per-account rate of password sign-in (`POST /token?grant_type=password`) and `POST /signup`, whatever the client IP: the account is the e-mail or phone of the body, as an HMAC',
+      'per-account rate of failed password sign-ins (`POST /token?grant_type=password`: only those Supabase Auth refuses count) and of `POST /signup`, whatever the client IP: the account is the e-mail or phone of the body, as an HMAC; `off`: neither limited per account',
   },
   {
     name: 'AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT',
     group: 'Abuse protection',
     default: '5/1h',
-    meaning: 'per-account rate of the routes that send a message: `POST /otp`, `/magiclink`, `/recover`, `/resend`',
+    meaning:
+      'per-account rate of the routes that send a message: `POST /otp`, `/recover`, `/resend`; `off`: none of them limited per account',
   },
   {
     name: 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES',
     group: 'Abuse protection',
     defaultText: 'none',
     meaning:
-      'per-route per-account rates, `METHOD /template=RATE` or `=off`, comma separated (routes: `POST /token`, `/signup`, `/otp`, `/magiclink`, `/recover`, `/resend`)',
+      'per-route per-account rates, `METHOD /template=RATE` or `=off`, comma separated (routes: `POST /token`, `/signup`, `/otp`, `/recover`, `/resend`)',
   },
   {
     name: 'AUTHGATE_ACCOUNT_KEY_SECRET',
@@ -307,6 +310,13 @@ export const SETTINGS: readonly Setting[] = [
     defaultText: 'random per process',
     meaning:
       'secret of the HMAC that turns an e-mail or phone into a rate-limit key (at least 32 characters); the same on every replica sharing a Redis',
+  },
+  {
+    name: 'AUTHGATE_ACCOUNT_DEVICE_COOKIE',
+    group: 'Abuse protection',
+    default: 'on',
+    meaning:
+      '`on`: a successful password sign-in sets an HttpOnly device cookie bound to the account, and a browser presenting it has a per-account budget of its own (half of `AUTHGATE_ACCOUNT_RATE_LIMIT`) that strangers cannot spend; `off`: none is set or read',
   },
   {
     name: 'AUTHGATE_EMAIL_BUDGET',

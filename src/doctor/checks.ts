@@ -1,3 +1,4 @@
+import type { Budget } from '../ratelimit/abuse-config.ts'
 import type { CoreConfig } from '../config.ts'
 import type { BackendResponse, SupabaseAuthClient } from '../core/backend.ts'
 import { isRecord } from '../core/is-record.ts'
@@ -9,6 +10,13 @@ export interface DoctorInput {
   rateLimit: RateLimitConfig | undefined
   /** AUTHGATE_PUBLIC_URL: where clients reach the auth routes (origin and prefix). */
   publicUrl: string | undefined
+  /** AUTHGATE_WORKERS (1 when not given). */
+  workers?: number | undefined
+  /**
+   * Supabase Auth's own settings where the operator gave them to the doctor (its environment):
+   * `GOTRUE_RATE_LIMIT_EMAIL_SENT`, `GOTRUE_RATE_LIMIT_SMS_SENT`. Supabase Auth publishes neither.
+   */
+  backendEnv?: Readonly<Record<string, string | undefined>> | undefined
   backend: Pick<SupabaseAuthClient, 'fetch' | 'resolve' | 'url'>
   /** Send the client-IP probe (up to PROBE_MAX requests to POST /otp, from made-up addresses). */
   probe: boolean
@@ -398,11 +406,7 @@ function limitChecks(
       })
       continue
     }
-    add({
-      check: 'budgets',
-      status: 'ok',
-      message: `${kind}: mirrors ${setting}=${budget.backendPerHour}; authgate lets at most ${budget.backendPerHour} an hour through (${budget.policy.burst} at once), one client ${budget.clientPolicy.burst} at once`,
-    })
+    budgetFinding(kind, budget, setting, input.backendEnv?.[setting], add)
   }
   if (settings?.mailer_autoconfirm === true)
     add({
@@ -419,11 +423,14 @@ function limitChecks(
       message: 'no per-account limits: a client with many addresses can guess one password without limit',
       fix: 'AUTHGATE_ACCOUNT_RATE_LIMIT',
     })
-  else if (rl.redis !== undefined && !accounts.secretConfigured)
+  else if (!accounts.secretConfigured && (rl.redis !== undefined || (input.workers ?? 1) > 1))
     add({
       check: 'accounts',
       status: 'warn',
-      message: 'per-account keys use a random secret per process: replicas sharing Redis count each account apart',
+      message:
+        rl.redis !== undefined
+          ? 'per-account keys use a random secret per process: replicas sharing Redis count each account apart'
+          : `per-account keys use a random secret: the ${input.workers} workers share the primary's, but a restart forgets every account's count and another replica would count apart`,
       fix: 'AUTHGATE_ACCOUNT_KEY_SECRET (the same on every replica)',
     })
   else {
@@ -434,6 +441,68 @@ function limitChecks(
       message: `per account: ${[...accounts.routes].map(([r, p]) => `${r} ${p.limit}/${windowText(p.windowMs)}`).join(', ')}${token ? '' : ' (password sign-in not limited per account)'}`,
     })
   }
+}
+
+/**
+ * Supabase Auth's budget per hour from its setting as written there: a count (per hour), or
+ * `COUNT/DURATION` in Go's duration syntax; undefined when it is not a per-hour count authgate's
+ * budget can be compared with.
+ */
+export function backendPerHour(raw: string): number | undefined {
+  const value = raw.trim()
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.floor(Number(value))
+  const m = /^(\d+)\/(1h|60m|3600s|1h0m0s)$/.exec(value)
+  return m ? Number(m[1]) : undefined
+}
+
+/** The budget against Supabase Auth's own, when the operator gave it: measured, not assumed. */
+function budgetFinding(
+  kind: 'e-mail' | 'SMS',
+  budget: Budget,
+  setting: string,
+  given: string | undefined,
+  add: (f: Finding) => void,
+) {
+  const variable = kind === 'SMS' ? 'AUTHGATE_SMS_BUDGET' : 'AUTHGATE_EMAIL_BUDGET'
+  const ours = budget.backendPerHour
+  const what = `authgate lets at most ${ours} an hour through (${budget.policy.burst} at once; one client ${budget.clientPolicy.burst} at once while fewer than half are left)`
+  if (given === undefined || given.trim() === '') {
+    add({
+      check: 'budgets',
+      status: 'info',
+      message: `${kind}: ${variable}=${ours} assumes Supabase Auth's ${setting}=${ours}: not verified (Supabase Auth does not publish it, and the doctor sends no ${kind === 'SMS' ? 'SMS' : 'mail'} to measure it); ${what}`,
+      fix: `${setting} in the doctor's environment, as Supabase Auth has it`,
+    })
+    return
+  }
+  const theirs = backendPerHour(given)
+  if (theirs === undefined)
+    add({
+      check: 'budgets',
+      status: 'warn',
+      message: `${kind}: Supabase Auth's ${setting}=${given} is not a count per hour, which ${variable} is: the two cannot be compared`,
+      fix: `${setting}=<count per hour> and ${variable} the same`,
+    })
+  else if (theirs === ours)
+    add({
+      check: 'budgets',
+      status: 'ok',
+      message: `${kind}: ${variable}=${ours} matches ${setting}=${given} (given to the doctor); ${what}`,
+    })
+  else if (ours > theirs)
+    add({
+      check: 'budgets',
+      status: 'warn',
+      message: `${kind}: ${variable}=${ours} but Supabase Auth's ${setting}=${given}: authgate lets more through than Supabase Auth sends, so everyone meets its over_${kind === 'SMS' ? 'sms' : 'email'}_send_rate_limit before authgate's budget answers`,
+      fix: `${variable}=${theirs}`,
+    })
+  else
+    add({
+      check: 'budgets',
+      status: 'warn',
+      message: `${kind}: ${variable}=${ours} but Supabase Auth's ${setting}=${given}: authgate refuses messages Supabase Auth would send`,
+      fix: `${variable}=${theirs}`,
+    })
 }
 
 /** `900000` → `15m`, `3600000` → `1h`: a window as a rate is written. */

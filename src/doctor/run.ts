@@ -9,6 +9,10 @@ export interface DoctorSettings {
   core: CoreConfig
   rateLimit: RateLimitConfig | undefined
   publicUrl: string | undefined
+  /** AUTHGATE_WORKERS: processes that must agree on the account keys. */
+  workers?: number | undefined
+  /** Supabase Auth's `GOTRUE_*` settings, where the operator gave them (the doctor's environment). */
+  backendEnv?: Readonly<Record<string, string | undefined>> | undefined
 }
 
 /** The checks with a client of their own, closed afterwards. */
@@ -20,6 +24,8 @@ export async function diagnose(settings: DoctorSettings, probe: boolean): Promis
       config: settings.core,
       rateLimit: settings.rateLimit,
       publicUrl: settings.publicUrl,
+      workers: settings.workers,
+      backendEnv: settings.backendEnv,
       backend,
       probe,
     })
@@ -40,8 +46,11 @@ export async function runDoctor(
     return 2
   }
   const findings = await diagnose(settings, !args.includes('--no-probe'))
-  if (args.includes('--json')) out(JSON.stringify({ ok: !hasError(findings), findings }, null, 2) + '\n')
-  else out(formatFindings(findings))
+  if (args.includes('--json')) {
+    // Every finding has the four members docs/doctor.md shows: `fix` is null when nothing needs fixing.
+    const all = findings.map((f) => ({ check: f.check, status: f.status, message: f.message, fix: f.fix ?? null }))
+    out(JSON.stringify({ ok: !hasError(findings), findings: all }, null, 2) + '\n')
+  } else out(formatFindings(findings))
   return hasError(findings) ? 1 : 0
 }
 

@@ -140,7 +140,7 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
     const deniedSeen = new Map<string, number>()
     new Counter({
       name: 'authgate_rate_limit_denied_total',
-      help: 'Requests refused by a limit, by limit (client, account, email_budget, email_budget_client, sms_budget, sms_budget_client) and route',
+      help: 'Requests refused by a limit, by limit (client, account, account_device, email_budget, email_budget_client, sms_budget, sms_budget_client) and route',
       labelNames: ['limit', 'route'] as const,
       registers: [registry],
       collect() {

@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici'
 import { HELD_ANSWER_LIMIT, readHeldAnswer, UnreadableAnswerError, type HeldAnswer } from '../core/held-answer.ts'
 import { AuthgateError } from '../errors.ts'
 import type { BackendErrorKind } from '../core/backend-timing.ts'
+import { reportAnswer } from '../core/answer-watch.ts'
 import { inboundResponseHeaders } from './headers.ts'
 import type { ResponseCache } from './response-cache.ts'
 
@@ -99,6 +100,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     this.#o.onExchange(statusCode)
     const relayed = inboundResponseHeaders(controller.rawHeaders as Buffer[])
+    // A per-account sign-in limit waiting to learn whether this attempt was refused.
+    reportAnswer(this.#o.request.raw, statusCode, relayed)
     if (this.#o.rewrite !== undefined) {
       this.#relayedStatus = statusCode
       this.#relayedHeaders = relayed

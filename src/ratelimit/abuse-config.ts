@@ -35,6 +35,8 @@ export interface AccountLimitConfig {
   secret: string
   /** False when the secret is this process's own random one (limits then differ per replica). */
   secretConfigured: boolean
+  /** Known devices (a device cookie) have a password sign-in budget of their own. */
+  deviceCookie: boolean
 }
 
 export interface Budget {
@@ -58,16 +60,17 @@ export interface BudgetConfig {
  * message routes, each overridable per route or turned off.
  */
 export function loadAccountLimits(env: Env): AccountLimitConfig {
-  const setting = (name: string) => settingValue(env, name)!
-  const signIn = parseRate('AUTHGATE_ACCOUNT_RATE_LIMIT', setting('AUTHGATE_ACCOUNT_RATE_LIMIT'), 'account')
-  const message = parseRate(
-    'AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT',
-    setting('AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT'),
-    'account-message',
-  )
-  const routes = new Map<string, RateLimitPolicy>(
-    Object.entries(ACCOUNT_ROUTES).map(([route, kind]) => [route, kind === 'sign-in' ? signIn : message]),
-  )
+  const rate = (variable: string, name: string) => {
+    const raw = settingValue(env, variable)!
+    return raw.trim().toLowerCase() === 'off' ? undefined : parseRate(variable, raw, name)
+  }
+  const signIn = rate('AUTHGATE_ACCOUNT_RATE_LIMIT', 'account')
+  const message = rate('AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT', 'account-message')
+  const routes = new Map<string, RateLimitPolicy>()
+  for (const [route, kind] of Object.entries(ACCOUNT_ROUTES)) {
+    const policy = kind === 'sign-in' ? signIn : message
+    if (policy !== undefined) routes.set(route, policy)
+  }
   const variable = 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES'
   const seen = new Set<string>()
   for (const item of (settingValue(env, variable) ?? '')
@@ -85,15 +88,26 @@ export function loadAccountLimits(env: Env): AccountLimitConfig {
       )
     if (seen.has(route)) throw new AuthgateConfigError(variable, `${route} is given twice`)
     seen.add(route)
-    const rate = item.slice(eq + 1).trim()
-    if (rate.toLowerCase() === 'off') routes.delete(route)
-    else routes.set(route, parseRate(variable, rate, 'account-' + route.split('/')[1]))
+    const given = item.slice(eq + 1).trim()
+    if (given.toLowerCase() === 'off') routes.delete(route)
+    else routes.set(route, parseRate(variable, given, 'account-' + route.split('/')[1]))
   }
   const given = envValue(env, 'AUTHGATE_ACCOUNT_KEY_SECRET')?.trim()
   if (given !== undefined && given !== '' && given.length < 32)
     throw new AuthgateConfigError('AUTHGATE_ACCOUNT_KEY_SECRET', 'must be at least 32 characters')
   const secretConfigured = given !== undefined && given !== ''
-  return { routes, secret: secretConfigured ? given : randomAccountSecret(), secretConfigured }
+  const device = settingValue(env, 'AUTHGATE_ACCOUNT_DEVICE_COOKIE')!.trim().toLowerCase()
+  if (device !== 'on' && device !== 'off')
+    throw new AuthgateConfigError(
+      'AUTHGATE_ACCOUNT_DEVICE_COOKIE',
+      `must be "on" or "off", got ${JSON.stringify(device)}`,
+    )
+  return {
+    routes,
+    secret: secretConfigured ? given : randomAccountSecret(),
+    secretConfigured,
+    deviceCookie: device === 'on',
+  }
 }
 
 /** The budgets mirroring Supabase Auth's e-mail and SMS budgets, and the share one client may take. */

@@ -27,3 +27,13 @@ export function gcra(storedTat: number | undefined, now: number, intervalMs: num
 }
 
 const TOLERANCE_MS = 0.001
+
+/**
+ * The TAT after one unit is given back: one interval earlier, and undefined once that is in the
+ * past (the bucket is full, and its state can go). A bucket already full has nothing to give back.
+ */
+export function gcraRefund(storedTat: number | undefined, now: number, intervalMs: number): number | undefined {
+  if (storedTat === undefined) return undefined
+  const tat = storedTat - intervalMs
+  return tat > now ? tat : undefined
+}

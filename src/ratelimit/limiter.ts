@@ -16,6 +16,8 @@ import { ACCOUNT_ROUTES, MESSAGE_ROUTES, type Budget } from './abuse-config.ts'
 import { accountIdentifier, accountKeyer, messageChannel } from './account-key.ts'
 import type { RateLimitPolicy } from './policy.ts'
 import type { ErrorCode } from '../errors.ts'
+import { refusedCredentials, watchAnswer } from '../core/answer-watch.ts'
+import { deviceCookies, devicePolicy } from './device-cookie.ts'
 
 /**
  * A route's onRequest hook: callback style for a store that decides synchronously (no promise
@@ -34,13 +36,13 @@ export interface RateLimitCounters {
   failedOpen: number
   /** ... or answered 429 (=closed). */
   failedClosed: number
-  /** Denials by `limit\troute` (limit: client, account, email_budget, email_budget_client, sms_budget, sms_budget_client). */
+  /** Denials by `limit\troute` (limit: client, account, account_device, email_budget, email_budget_client, sms_budget, sms_budget_client). */
   deniedBy: Map<string, number>
 }
 
 /** Which of authgate's limits answered a 429 (the `limit` of the log line and the metric). */
 export type LimitKind =
-  'client' | 'account' | 'email_budget' | 'email_budget_client' | 'sms_budget' | 'sms_budget_client'
+  'client' | 'account' | 'account_device' | 'email_budget' | 'email_budget_client' | 'sms_budget' | 'sms_budget_client'
 /** A 429 written without Fastify (src/http/early-refusal.ts): the same headers and body as the hook's. */
 export interface EarlyRefusal {
   /**
@@ -127,6 +129,11 @@ function deniedHeaders(
 // A decision made early (src/http/early-refusal.ts), kept on the raw request for the route's hook.
 const kDecision = Symbol('authgate.rateLimitDecision')
 type WithDecision = IncomingMessage & { [kDecision]?: Decision }
+// Set on a request once the store failed to decide for it: its later decisions (the per-account
+// limit, the budgets) follow the failure policy at once, so a stalled Redis costs a request one
+// AUTHGATE_REDIS_TIMEOUT, not one per limit.
+const kStoreFailed = Symbol('authgate.rateLimitStoreFailed')
+type WithStoreFailure = IncomingMessage & { [kStoreFailed]?: true }
 
 /**
  * Bucket name for a route template. Keys are (template, client), not (method, template): routes
@@ -214,6 +221,7 @@ export function createRateLimiter(
     }
     const fail = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
       storeFailed(err)
+      ;(request.raw as WithStoreFailure)[kStoreFailed] = true
       reply.header('RateLimit-Policy', policyValue)
       if (!closed) {
         counters.failedOpen++
@@ -257,36 +265,44 @@ export function createRateLimiter(
   const accounts = config.accounts
   const budgets = config.budgets
   const keyOf = accounts ? accountKeyer(accounts.secret) : undefined
+  const devices = accounts?.deviceCookie === true ? deviceCookies(accounts.secret) : undefined
 
   /**
-   * One decision of a body hook: true when it answered (429), false when the request goes on
-   * (allowed, or let through by the failure policy). Not the reply itself: a reply is thenable,
-   * and awaiting it would wait for the answer to be sent.
+   * One take: the decision, undefined when the store could not decide and the failure policy
+   * lets the request through, true when it answered (fail-closed).
    */
-  async function check(
+  async function decide(
     request: FastifyRequest,
     reply: FastifyReply,
     key: string,
     policy: RateLimitPolicy,
-    refusal: { limit: LimitKind; route: string; code: ErrorCode; message: string },
-  ): Promise<boolean> {
-    let decision: Decision
-    try {
-      decision = store.takeSync ? store.takeSync(key, policy) : await store.take(key, policy)
-    } catch (err) {
-      storeFailed(err)
-      if (!closed) {
-        counters.failedOpen++
-        return false
+  ): Promise<Decision | undefined | true> {
+    const raw = request.raw as WithStoreFailure
+    // Not asked again once it failed for this request (counted and logged then).
+    if (raw[kStoreFailed] !== true) {
+      try {
+        return store.takeSync ? store.takeSync(key, policy) : await store.take(key, policy)
+      } catch (err) {
+        storeFailed(err)
+        raw[kStoreFailed] = true
       }
-      counters.failedClosed++
-      sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
-      return true
     }
-    if (decision.allowed) {
-      counters.allowed++
-      return false
+    if (!closed) {
+      counters.failedOpen++
+      return undefined
     }
+    counters.failedClosed++
+    sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
+    return true
+  }
+
+  function refuse(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    policy: RateLimitPolicy,
+    decision: Decision,
+    refusal: { limit: LimitKind; route: string; code: ErrorCode; message: string },
+  ): void {
     denied(refusal.limit, refusal.route)
     traceEvent(request, 'rate_limit.denied', { limit: refusal.limit, route: refusal.route })
     sendError(request, reply, refusal.code, refusal.message, {
@@ -294,7 +310,14 @@ export function createRateLimiter(
       RateLimit: rateLimitHeader(policy, decision),
       'Retry-After': String(retryAfterSeconds(decision)),
     })
-    return true
+  }
+
+  /** Gives a unit back, best effort: a store that cannot is logged, and the unit stays spent. */
+  function refund(key: string, policy: RateLimitPolicy): void {
+    store.refund?.(key, policy).catch((err: unknown) => {
+      counters.storeErrors++
+      warn(err, 'rate-limit store could not give back a unit; it stays spent')
+    })
   }
 
   function bodyHookFor(method: string, template: string): RateLimitHook | undefined {
@@ -306,19 +329,49 @@ export function createRateLimiter(
     const passwordOnly = route === 'POST /token'
     const signUp = route === 'POST /signup'
     const prefixLength = config.ipv6PrefixLength
+    const accountRefusal = {
+      limit: 'account',
+      route,
+      code: 'over_request_rate_limit',
+      message: 'Too many requests for this account; try again later',
+    } as const
+    const deviceRefusal = {
+      limit: 'account_device',
+      route,
+      code: 'over_request_rate_limit',
+      message: 'Too many requests for this account from this device; try again later',
+    } as const
+    const knownDevice = passwordOnly && accountPolicy !== undefined ? devicePolicy(accountPolicy) : undefined
+    const deviceBucket = 'acct-dev|' + bucketName(template) + '|'
 
     return async function abuseLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       if (accountPolicy !== undefined && keyOf !== undefined) {
         const grant = (request.query as Record<string, unknown> | undefined)?.grant_type
         const identifier = passwordOnly && grant !== 'password' ? undefined : accountIdentifier(request.body)
         if (identifier !== undefined) {
-          const refused = await check(request, reply, accountBucket + keyOf(identifier), accountPolicy, {
-            limit: 'account',
-            route,
-            code: 'over_request_rate_limit',
-            message: 'Too many requests for this account; try again later',
-          })
-          if (refused) return reply
+          // A browser that signed in to this account before (its device cookie) has a bucket of its
+          // own: strangers' failures cannot lock it out, and its failures spend only its budget.
+          const device = knownDevice !== undefined ? devices?.deviceOf(request.headers.cookie, identifier) : undefined
+          const key = device !== undefined ? deviceBucket + device : accountBucket + keyOf(identifier)
+          const policy = device !== undefined ? knownDevice! : accountPolicy
+          const decision = await decide(request, reply, key, policy)
+          if (decision === true) return reply
+          if (decision !== undefined && !decision.allowed) {
+            refuse(request, reply, policy, decision, device !== undefined ? deviceRefusal : accountRefusal)
+            return reply
+          }
+          if (decision !== undefined) counters.allowed++
+          // A password sign-in holds its unit as a reservation until Supabase Auth answers: given
+          // back unless the answer says the password was wrong, so only failures count, and
+          // parallel guesses can never run past the bucket (each one in flight holds a unit).
+          if (passwordOnly) {
+            watchAnswer(request.raw, (status, errorCode) => {
+              if (decision !== undefined && !refusedCredentials(status, errorCode)) refund(key, policy)
+              // Set before the relay writes the head: it merges the reply's own headers.
+              if (devices !== undefined && device === undefined && status >= 200 && status < 300)
+                reply.header('set-cookie', devices.issue(identifier, cookiePath(request), request.protocol === 'https'))
+            })
+          }
         }
       }
       if (!sendsMessages) return undefined
@@ -329,22 +382,43 @@ export function createRateLimiter(
       if (signUp && (await options.autoconfirms?.(channel)) === true) return undefined
       const what = channel === 'sms' ? 'SMS' : 'e-mail'
       const code: ErrorCode = channel === 'sms' ? 'over_sms_send_rate_limit' : 'over_email_send_rate_limit'
-      // The client's share first: a client over it must not spend the budget everyone shares.
+      const budgetRefusal = {
+        limit: `${channel}_budget`,
+        route,
+        code,
+        message: `The ${what} budget is spent for now; try again later`,
+      } as const
+      const global = await decide(request, reply, `budget|${channel}`, budget.policy)
+      if (global === true) return reply
+      if (global !== undefined && !global.allowed) {
+        refuse(request, reply, budget.policy, global, budgetRefusal)
+        return reply
+      }
+      if (global !== undefined) counters.allowed++
+      // The client's share: its bucket is charged on every message, but it answers only while the
+      // budget everyone shares is short (below half). A client alone is never refused while there
+      // is room; one that sprays from one address is held to its share as soon as it eats into
+      // everyone else's (docs/decisions.md, D61).
       const client = clientKey(clientIp(request), prefixLength)
-      const overShare = await check(request, reply, `budget|${channel}|client|${client}`, budget.clientPolicy, {
+      const shareKey = `budget|${channel}|client|${client}`
+      const share = await decide(request, reply, shareKey, budget.clientPolicy)
+      if (share === true) {
+        if (global !== undefined) refund(`budget|${channel}`, budget.policy)
+        return reply
+      }
+      if (share === undefined || share.allowed) {
+        if (share !== undefined) counters.allowed++
+        return undefined
+      }
+      if (global === undefined || !contended(global, budget.policy)) return undefined
+      refund(`budget|${channel}`, budget.policy)
+      refuse(request, reply, budget.clientPolicy, share, {
         limit: `${channel}_budget_client`,
         route,
         code,
         message: `This client has sent its share of ${what === 'SMS' ? 'SMS' : 'e-mails'} for now; try again later`,
       })
-      if (overShare) return reply
-      const overBudget = await check(request, reply, `budget|${channel}`, budget.policy, {
-        limit: `${channel}_budget`,
-        route,
-        code,
-        message: `The ${what} budget is spent for now; try again later`,
-      })
-      return overBudget ? reply : undefined
+      return reply
     }
   }
 
@@ -415,6 +489,18 @@ export function createRateLimiter(
     },
     close: () => store.close(),
   }
+}
+
+/** The path the request came in on (the route under its prefix), the device cookie's scope. */
+function cookiePath(request: FastifyRequest): string {
+  const url = request.raw.url ?? '/'
+  const q = url.indexOf('?')
+  return q < 0 ? url : url.slice(0, q)
+}
+
+/** The shared budget is short: after this message, less than half of its burst is left. */
+function contended(decision: Decision, policy: RateLimitPolicy): boolean {
+  return decision.remaining * 2 < policy.burst
 }
 
 function createStore(config: RateLimitConfig, onConnectionError: (err: Error) => void): RateLimitStore {

@@ -1,4 +1,4 @@
-import { gcra } from './gcra.ts'
+import { gcra, gcraRefund } from './gcra.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
 import type { Decision, RateLimitStore } from './store.ts'
 
@@ -77,6 +77,19 @@ export class MemoryStore implements RateLimitStore {
 
   take(key: string, policy: RateLimitPolicy): Promise<Decision> {
     return Promise.resolve(this.takeSync(key, policy))
+  }
+
+  refundSync(key: string, policy: RateLimitPolicy): void {
+    const bucket = this.#buckets.get(key)
+    if (bucket === undefined) return
+    const tat = gcraRefund(bucket.tat, this.#now(), emissionIntervalMs(policy))
+    if (tat === undefined) this.#buckets.delete(key)
+    else bucket.tat = tat
+  }
+
+  refund(key: string, policy: RateLimitPolicy): Promise<void> {
+    this.refundSync(key, policy)
+    return Promise.resolve()
   }
 
   /** Drops every bucket that has refilled completely; returns how many. */

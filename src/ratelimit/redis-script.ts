@@ -28,3 +28,22 @@ return { 1, math.max(0, math.floor((max_ahead - ahead) / interval + 1e-9)), 0, m
 `
 
 export const GCRA_SCRIPT_SHA = createHash('sha1').update(GCRA_SCRIPT).digest('hex')
+
+/**
+ * gcra.ts's gcraRefund as a script: the bucket's TAT one interval earlier, the key gone once that
+ * is in the past. KEYS[1] bucket; ARGV[1] emission interval (µs). Returns nothing of use.
+ */
+export const REFUND_SCRIPT = `
+if redis.replicate_commands then redis.replicate_commands() end
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if tat == nil then return 0 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+tat = tat - tonumber(ARGV[1])
+if tat <= now then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX', math.ceil((tat - now) / 1000))
+end
+return 1
+`

@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis'
 import { RedisConnection, type RedisSettings } from '../core/redis.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
 import { DenyCache } from './deny-cache.ts'
-import { GCRA_SCRIPT, GCRA_SCRIPT_SHA } from './redis-script.ts'
+import { GCRA_SCRIPT, GCRA_SCRIPT_SHA, REFUND_SCRIPT } from './redis-script.ts'
 import type { Decision, RateLimitStore, StoreStatus } from './store.ts'
 
 export interface RedisStoreOptions {
@@ -69,12 +69,29 @@ export class RedisStore implements RateLimitStore {
     const known = this.#denials.get(key)
     if (known !== undefined) return Promise.resolve(known)
     const askedAt = this.#denials.now()
-    return new Promise<Decision>((resolve, reject) => {
+    return this.#inTime(this.#take(key, policy)).then((decision) => {
+      this.#denials.remember(key, decision, askedAt)
+      return decision
+    })
+  }
+
+  /**
+   * A refund is rare (a sign-in Supabase Auth accepted), so plain EVAL, with no script cache to
+   * keep warm; bounded by the same timeout as a decision. A refusal this replica remembered for the
+   * key is forgotten: the bucket has room again.
+   */
+  refund(key: string, policy: RateLimitPolicy): Promise<void> {
+    this.#denials.forget(key)
+    const done = this.client.eval(REFUND_SCRIPT, 1, this.#keyPrefix + key, emissionIntervalMs(policy) * 1000)
+    return this.#inTime(done.then(() => undefined))
+  }
+
+  #inTime<T>(work: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('rate-limit store: no decision in time')), this.#timeoutMs)
-      this.#take(key, policy).then(
+      work.then(
         (d) => {
           clearTimeout(timer)
-          this.#denials.remember(key, d, askedAt)
           resolve(d)
         },
         (err: unknown) => {

@@ -30,6 +30,12 @@ export interface RateLimitStore {
    */
   cachedDenial?(key: string): Decision | undefined
   /**
+   * Gives back one unit taken earlier from `key` (a reservation that turned out not to be spent:
+   * a sign-in Supabase Auth accepted). Never more than was taken: a bucket already full stays
+   * full. Rejects as `take` does when the store cannot answer; the unit then stays spent.
+   */
+  refund?(key: string, policy: RateLimitPolicy): Promise<void>
+  /**
    * Whether the store can decide right now, for readiness and metrics; absent for stores that
    * cannot become unavailable (memory).
    */

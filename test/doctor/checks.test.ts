@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { loadCoreConfig } from '../../src/config.ts'
-import { isSecretKey, PROBE_MAX, runChecks, type DoctorInput } from '../../src/doctor/checks.ts'
+import { backendPerHour, isSecretKey, PROBE_MAX, runChecks, type DoctorInput } from '../../src/doctor/checks.ts'
 import { formatFindings, hasError, type Finding } from '../../src/doctor/findings.ts'
 import { runDoctor } from '../../src/doctor/run.ts'
 import { loadPublicUrl, loadRateLimitSettings } from '../../src/settings.ts'
@@ -218,12 +218,54 @@ describe('authgate doctor checks', () => {
     const budgets = findings.filter((f) => f.check === 'budgets')
     assert.deepEqual(
       budgets.map((f) => f.status),
-      ['warn', 'ok', 'info'],
+      ['warn', 'info', 'info'],
     )
     assert.equal(find(findings, 'accounts').fix, 'AUTHGATE_ACCOUNT_KEY_SECRET (the same on every replica)')
     assert.equal(find(findings, 'cors').status, 'warn')
     const off = await runChecks(input({ rateLimit: undefined }))
     assert.equal(find(off, 'limits').status, 'warn')
+  })
+
+  it("measures the budgets against Supabase Auth's own where given, and says not verified otherwise", async () => {
+    const budgets = async (backendEnv: Record<string, string> | undefined, env: Record<string, string> = {}) =>
+      (await runChecks(input({ env, backendEnv }))).filter((f) => f.check === 'budgets')
+    const blind = await budgets(undefined)
+    assert.deepEqual(
+      blind.map((f) => f.status),
+      ['info', 'info'],
+    )
+    assert.match(
+      blind[0]!.message,
+      /AUTHGATE_EMAIL_BUDGET=30 assumes Supabase Auth's GOTRUE_RATE_LIMIT_EMAIL_SENT=30: not verified/,
+    )
+    assert.equal(blind[1]!.fix, "GOTRUE_RATE_LIMIT_SMS_SENT in the doctor's environment, as Supabase Auth has it")
+    const lower = await budgets({ GOTRUE_RATE_LIMIT_EMAIL_SENT: '5', GOTRUE_RATE_LIMIT_SMS_SENT: '30/1h' })
+    assert.deepEqual(
+      lower.map((f) => [f.status, f.fix]),
+      [
+        ['warn', 'AUTHGATE_EMAIL_BUDGET=5'],
+        ['ok', undefined],
+      ],
+    )
+    assert.match(lower[0]!.message, /authgate lets more through than Supabase Auth sends/)
+    assert.match(lower[1]!.message, /^SMS: AUTHGATE_SMS_BUDGET=30 matches GOTRUE_RATE_LIMIT_SMS_SENT=30\/1h/)
+    const higher = await budgets({ GOTRUE_RATE_LIMIT_EMAIL_SENT: '100', GOTRUE_RATE_LIMIT_SMS_SENT: '10/5m' })
+    assert.match(higher[0]!.message, /authgate refuses messages Supabase Auth would send/)
+    assert.equal(higher[0]!.fix, 'AUTHGATE_EMAIL_BUDGET=100')
+    assert.match(higher[1]!.message, /is not a count per hour/)
+    assert.equal((await budgets({ GOTRUE_RATE_LIMIT_EMAIL_SENT: ' ' }))[0]!.status, 'info')
+    assert.equal(backendPerHour('30.0'), 30)
+    assert.equal(backendPerHour('12/60m'), 12)
+    assert.equal(backendPerHour('lots'), undefined)
+  })
+
+  it('warns of a random key secret with more than one worker, not with one process alone', async () => {
+    const two = find(await runChecks(input({ workers: 2 })), 'accounts')
+    assert.equal(two.status, 'warn')
+    assert.match(two.message, /the 2 workers share the primary's, but a restart forgets/)
+    assert.equal(find(await runChecks(input({ workers: 1 })), 'accounts').status, 'ok')
+    const configured = input({ workers: 2, env: { AUTHGATE_ACCOUNT_KEY_SECRET: 's'.repeat(32) } })
+    assert.equal(find(await runChecks(configured), 'accounts').status, 'ok')
   })
 })
 
@@ -271,6 +313,9 @@ describe('authgate doctor output', () => {
     assert.equal(await runDoctor(['--json', '--no-probe'], settings, (s) => (out += s)), 1)
     const report = JSON.parse(out) as { ok: boolean; findings: Finding[] }
     assert.equal(report.ok, false)
+    // Every finding has the four documented members; an ok one's fix is null.
+    for (const f of report.findings) assert.deepEqual(Object.keys(f), ['check', 'status', 'message', 'fix'])
+    assert.equal(report.findings.find((f) => f.status === 'ok')?.fix, null)
     const logged: Array<[string, unknown, string]> = []
     await logStartupFindings(settings, {
       warn: (o: unknown, m?: string) => void logged.push(['warn', o, m ?? '']),

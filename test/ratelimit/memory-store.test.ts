@@ -97,4 +97,23 @@ describe('memory store', () => {
     }
     await store.close()
   })
+
+  it('gives a unit back on refund, never more than was taken', () => {
+    let now = 1_000
+    const store = new MemoryStore({ now: () => now, sweepIntervalMs: 3_600_000 })
+    const three: RateLimitPolicy = { name: 'a', limit: 3, windowMs: 900_000, burst: 3 }
+    for (let i = 0; i < 3; i++) store.takeSync('k', three)
+    assert.equal(store.takeSync('k', three).allowed, false)
+    store.refundSync('k', three)
+    assert.deepEqual(store.takeSync('k', three), { allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 900_000 })
+    // Refunds past a full bucket drop its state, and give nothing beyond the burst.
+    for (let i = 0; i < 5; i++) store.refundSync('k', three)
+    assert.equal(store.size, 0)
+    store.refundSync('never', three)
+    assert.equal(store.takeSync('k', three).remaining, 2)
+    now += 1
+    void store.refund('k', three)
+    assert.equal(store.takeSync('k', three).remaining, 2)
+    void store.close()
+  })
 })

@@ -68,4 +68,18 @@ describe('redis store', { skip: await sharedRedisSkipReason() }, () => {
     const afterDenial = await a.client.pttl(`${prefix}ttl-denied`)
     assert.ok(afterDenial <= before, 'a denied request must not extend the wait')
   })
+
+  it('gives a unit back, never more than was taken, and drops a key that is full again', async () => {
+    for (let i = 0; i < 6; i++) await a.take('refund', HOURLY)
+    assert.equal((await b.take('refund', HOURLY)).allowed, false)
+    await b.refund('refund', HOURLY)
+    const again = await a.take('refund', HOURLY)
+    assert.deepEqual([again.allowed, again.remaining], [true, 0])
+    await a.take('refund-one', HOURLY)
+    await a.refund('refund-one', HOURLY)
+    await a.refund('refund-one', HOURLY)
+    await a.refund('never-taken', HOURLY)
+    assert.equal(await a.client.exists(`${prefix}refund-one`, `${prefix}never-taken`), 0)
+    assert.equal((await a.take('refund-one', HOURLY)).remaining, 5)
+  })
 })
