@@ -32,11 +32,13 @@ function newestInput(): number {
 // npm names the command that runs the script: `ci` and `install` in a clone may reuse dist/.
 const packing = process.env.npm_command === 'pack' || process.env.npm_command === 'publish'
 if (!packing && existsSync(built) && statSync(built).mtimeMs >= newestInput()) {
-  process.stdout.write('authgate: dist/ is up to date with src/\n')
+  process.stderr.write('authgate: dist/ is up to date with src/\n')
 } else {
   // The compiler of the development dependencies, run by this Node.js (not a shell's `tsc`).
   if (packing) rmSync(join(root, 'dist'), { recursive: true, force: true })
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root })
-  process.stdout.write('authgate: compiled src/ to dist/\n')
+  // Everything to stderr: `npm pack --json` prints its answer on stdout, which the compiler's
+  // messages (tsc writes errors to stdout) would make unreadable.
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: ['ignore', 2, 2], cwd: root })
+  process.stderr.write('authgate: compiled src/ to dist/\n')
 }
