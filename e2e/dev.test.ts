@@ -50,7 +50,9 @@ const READY = /authgate dev: ready — API (\S+) · docs (\S+) · metrics (\S+) 
 const BACKEND = /Supabase Auth {2}http:\/\/127\.0\.0\.1:(\d+) \(.*? at 127\.0\.0\.1:(\d+)\)/
 
 async function startDev(args: string[], env: Record<string, string> = {}): Promise<DevRun> {
-  const child = spawn('npm', ['run', 'dev', '--', ...args], {
+  // Supabase Auth's fixed port (9999) may be another engineer's or test's on a shared machine.
+  const authPort = ['--auth-port', String(await freePort())]
+  const child = spawn('npm', ['run', 'dev', '--', ...authPort, ...args], {
     cwd: repoRoot,
     env: { ...process.env, AUTHGATE_LOG_LEVEL: 'warn', ...env },
     detached: true,
@@ -68,6 +70,7 @@ async function startDev(args: string[], env: Record<string, string> = {}): Promi
       const [, api, docs, metrics, email, password] = ready as unknown as string[]
       const authgatePort = Number(new URL(api!).port)
       const ports = [authgatePort, Number(backend[1])]
+      assert.equal(backend[1], authPort[1], 'Supabase Auth listens on the port given')
       if (output.includes('embedded PostgreSQL')) ports.push(Number(backend[2]))
       return {
         child,
@@ -223,6 +226,16 @@ describe('npm run dev', { timeout: 900_000 }, () => {
           Buffer.from(session.data.session!.access_token.split('.')[1]!, 'base64url').toString(),
         )
         assert.equal(claims.iss, api)
+        // As on Supabase's platform: users' tokens carry the role `authenticated`, not an empty one.
+        assert.equal(claims.role, 'authenticated')
+        assert.equal(claims.aud, 'authenticated')
+        // A start-up log without noise: no deprecation notice for the settings it makes on purpose,
+        // no refused sign-in from its own check of the test user, nothing from authgate's start-up
+        // checks (at warn, the level the test runs it at).
+        const log = run.output()
+        assert.doesNotMatch(log, /DEPRECATION NOTICE/)
+        assert.doesNotMatch(log, /Invalid login credentials/)
+        assert.doesNotMatch(log, /"msg":"doctor:/)
         for (const url of [docs, metrics]) {
           const response = await fetch(url)
           await response.body?.cancel()
@@ -258,6 +271,8 @@ describe('npm run dev', { timeout: 900_000 }, () => {
         const second = await startDev(['--port', String(await freePort()), ...args], env)
         try {
           assert.doesNotMatch(second.output(), /creating its cluster/)
+          // The test user is found, not tried: no refused sign-in in Supabase Auth's log.
+          assert.doesNotMatch(second.output(), /Invalid login credentials/)
           await signIn(second.ready.api, email, 'dev-test-password-1')
         } finally {
           await interrupt(second)
