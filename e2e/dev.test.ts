@@ -183,7 +183,7 @@ async function tryIt(
   summary: string,
   request: string,
   body?: unknown,
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; url: string }> {
   const client = page.getByRole('button', { name: 'Close Client' })
   if (await client.count()) await client.click()
   await page.getByText(summary, { exact: true }).first().click()
@@ -200,7 +200,7 @@ async function tryIt(
   const answer = page.waitForResponse((r) => new URL(r.url()).pathname === path && r.request().method() === method)
   await page.keyboard.press('Control+Enter')
   const response = await answer
-  return { status: response.status(), text: await response.text() }
+  return { status: response.status(), text: await response.text(), url: response.url() }
 }
 
 describe('npm run dev', { timeout: 900_000 }, () => {
@@ -302,6 +302,9 @@ describe('npm run dev', { timeout: 900_000 }, () => {
           })
         })
         await page.goto(run.ready.docs, { timeout: 120_000 })
+        // The introduction says how to get a token and why untagged routes show a 401.
+        await page.getByText('Introduction', { exact: true }).first().waitFor()
+        await page.getByText('Copy access_token from the answer.', { exact: false }).first().waitFor()
         const email = `dev-try-it-${Date.now()}@example.com`
         const password = 'correct-horse-battery-7'
         const signUp = await tryIt(page, 'Sign up with e-mail or phone and password', 'POST /auth/signup', {
@@ -323,6 +326,18 @@ describe('npm run dev', { timeout: 900_000 }, () => {
         const user = await answer
         assert.equal(user.status(), 200)
         assert.equal(((await user.json()) as { email: string }).email, email)
+        // Signing in as sent, with the examples as the page fills them: the test user's, and no
+        // optional redirect_to ticked (a redirect the allow list does not hold). A new page (a new
+        // browser context): the client keeps a body edited earlier in the same one.
+        const fresh = await browser.newPage({ viewport: { width: 1400, height: 1000 } })
+        fresh.setDefaultTimeout(60_000)
+        await fresh.goto(run.ready.docs, { timeout: 120_000 })
+        const asFilled = await tryIt(fresh, 'Sign in or refresh a session', 'POST /auth/token')
+        assert.equal(asFilled.status, 200, asFilled.text)
+        assert.equal((JSON.parse(asFilled.text) as { user: { email: string } }).user.email, run.ready.email)
+        assert.equal(new URL(asFilled.url).searchParams.get('redirect_to'), null, asFilled.url)
+        if (process.env.SCREENSHOT_DIR)
+          await fresh.screenshot({ path: join(process.env.SCREENSHOT_DIR, 'try-it-sign-in.png') })
         // zod's probe for `Function('')` is refused by design; nothing else may be.
         assert.deepEqual(
           violations.filter((v) => v !== 'script-src eval'),

@@ -338,7 +338,10 @@ export async function runDev(argv: string[]): Promise<number> {
       backendLine = `${backendUrl} (database ${database}, ${postgresLine})`
       if (interrupted) return 0
 
-      const gateway = await startGateway(port, prefix, backendUrl, publicUrl, track)
+      const gateway = await startGateway(port, prefix, backendUrl, publicUrl, track, {
+        // The reference page's sign-in examples: "try it" signs in as the test user at once.
+        AUTHGATE_DOCS_EXAMPLE_USER: `${TEST_USER.email}:${TEST_USER.password}`,
+      })
       const urls = urlsOf(port, prefix, process.env)
       testUser = await ensureTestUser(backendUrl, keys.jwtSecret, `http://127.0.0.1:${port}${prefix}`)
       if (interrupted) return 0
@@ -379,6 +382,7 @@ async function startGateway(
   backendUrl: string,
   publicUrl: string,
   track: (service: Service, signal: NodeJS.Signals, graceMs: number) => Service,
+  defaults: Record<string, string> = {},
 ): Promise<{ exited: Promise<void> }> {
   let output = ''
   const gateway = track(
@@ -386,6 +390,7 @@ async function startGateway(
       env: {
         AUTHGATE_PUBLIC_URL: publicUrl,
         AUTHGATE_CLIENT_IP_HEADER: CLIENT_IP_HEADER,
+        ...defaults,
         ...process.env,
         PORT: String(port),
         HOST: '127.0.0.1',

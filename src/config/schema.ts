@@ -424,6 +424,13 @@ export const SETTINGS: readonly Setting[] = [
     meaning: '`info.title` of the document',
   },
   { name: 'AUTHGATE_API_VERSION', group: 'Documentation', default: '1.0.0', meaning: '`info.version` of the document' },
+  {
+    name: 'AUTHGATE_DOCS_EXAMPLE_USER',
+    group: 'Documentation',
+    defaultText: 'none',
+    meaning:
+      '`email:password` that the reference page\'s sign-in examples are filled with, so that "try it" signs in at once (`npm run dev` sets its test user). Anyone who opens the page sees it: for development stacks only',
+  },
 ]
 
 const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]))
