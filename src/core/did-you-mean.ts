@@ -8,26 +8,26 @@ export function didYouMean(word: string, known: readonly string[]): string | und
   let best: string | undefined
   let bestDistance = Infinity
   for (const candidate of known) {
-    const d = editDistance(word.toLowerCase(), candidate)
+    const d = editDistance(word, candidate)
     if (d < bestDistance) [best, bestDistance] = [candidate, d]
   }
   const limit = word.replace(/^-+/, '').length >= 5 ? 2 : 1
   return best !== word && bestDistance <= limit ? best : undefined
 }
 
-/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
-function editDistance(a: string, b: string): number {
-  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
-    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
-  )
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const row = rows[i]!
-      const up = rows[i - 1]!
-      row[j] = Math.min(up[j]! + 1, row[j - 1]! + 1, up[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        row[j] = Math.min(row[j]!, rows[i - 2]![j - 2]! + 1)
+/** Optimal string alignment distance (Levenshtein with adjacent transpositions), case-insensitive. */
+export function editDistance(a: string, b: string): number {
+  const s = a.toUpperCase()
+  const t = b.toUpperCase()
+  const d: number[][] = Array.from({ length: s.length + 1 }, (_, i) => [i, ...Array<number>(t.length).fill(0)])
+  for (let j = 1; j <= t.length; j++) d[0]![j] = j
+  for (let i = 1; i <= s.length; i++) {
+    for (let j = 1; j <= t.length; j++) {
+      const cost = s[i - 1] === t[j - 1] ? 0 : 1
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
+      if (i > 1 && j > 1 && s[i - 1] === t[j - 2] && s[i - 2] === t[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1)
+      d[i]![j] = v
     }
   }
-  return rows[a.length]![b.length]!
+  return d[s.length]![t.length]!
 }
