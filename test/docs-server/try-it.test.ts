@@ -4,7 +4,8 @@ import Fastify from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { loadOpenApiConfig } from '../../src/docs-server/config.ts'
 import { registerDocs } from '../../src/docs-server/register-docs.ts'
-import { introduction } from '../../src/docs-server/try-it.ts'
+import { forTryIt, introduction } from '../../src/docs-server/try-it.ts'
+import type { OpenApiDocument } from '../../src/openapi/types.ts'
 import { createRegistry } from '../../src/openapi/registry.ts'
 import { authgate } from '../../src/plugin.ts'
 
@@ -119,4 +120,50 @@ test('AUTHGATE_DOCS_EXAMPLE_USER is email:password', () => {
       /AUTHGATE_DOCS_EXAMPLE_USER: expected email:password/,
       bad,
     )
+})
+
+test('forTryIt leaves what it does not recognise alone', () => {
+  const doc = {
+    openapi: '3.1.0',
+    info: { title: 'x', version: '1' },
+    paths: {
+      '/auth/x': null,
+      '/auth/token': {
+        parameters: [{ $ref: '#/components/parameters/p' }],
+        post: {
+          parameters: [
+            'odd',
+            { name: 'redirect_to', in: 'query', required: true, example: 'http://a' },
+            { name: 'redirect_to', in: 'query', schema: { type: 'string' } },
+            { name: 'redirect_to', in: 'query', schema: { type: 'string', example: 'http://b' } },
+          ],
+          requestBody: {
+            content: {
+              'application/json': { example: { email: 'user@example.com', password: 'p' }, examples: { a: 1 } },
+              'text/plain': 'odd',
+              'application/x-www-form-urlencoded': { examples: { b: { value: { email: 'other@example.com' } } } },
+            },
+          },
+        },
+      },
+      '/elsewhere': {
+        post: { requestBody: { content: { 'application/json': { example: { email: 'user@example.com' } } } } },
+      },
+    },
+  } as unknown as OpenApiDocument
+  const out = forTryIt(doc, { prefix: '/auth', exampleUser: DEV }) as unknown as Json
+  const post = out.paths['/auth/token'].post
+  assert.equal(post.parameters[1].example, 'http://a', 'a required redirect is sent as documented')
+  assert.equal(post.parameters[2].examples, undefined, 'no example, nothing to untick')
+  assert.equal(post.parameters[3].examples.default.value, 'http://b')
+  assert.deepEqual(post.requestBody.content['application/json'].example, DEV)
+  assert.deepEqual(post.requestBody.content['application/x-www-form-urlencoded'].examples.b.value, {
+    email: 'other@example.com',
+  })
+  // Outside the prefix: the application's own examples are its own.
+  assert.deepEqual(out.paths['/elsewhere'].post.requestBody.content['application/json'].example, {
+    email: 'user@example.com',
+  })
+  const bare = forTryIt({ info: 'odd' } as unknown as OpenApiDocument, { prefix: undefined }) as unknown as Json
+  assert.match(bare.info.description, /^## Introduction\n\n\*\*Which operations/)
 })
