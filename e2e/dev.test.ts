@@ -50,7 +50,9 @@ const READY = /authgate dev: ready — API (\S+) · docs (\S+) · metrics (\S+) 
 const BACKEND = /Supabase Auth {2}http:\/\/127\.0\.0\.1:(\d+) \(.*? at 127\.0\.0\.1:(\d+)\)/
 
 async function startDev(args: string[], env: Record<string, string> = {}): Promise<DevRun> {
-  const child = spawn('npm', ['run', 'dev', '--', ...args], {
+  // Supabase Auth's fixed port (9999) may be another engineer's or test's on a shared machine.
+  const authPort = ['--auth-port', String(await freePort())]
+  const child = spawn('npm', ['run', 'dev', '--', ...authPort, ...args], {
     cwd: repoRoot,
     env: { ...process.env, AUTHGATE_LOG_LEVEL: 'warn', ...env },
     detached: true,
@@ -68,6 +70,7 @@ async function startDev(args: string[], env: Record<string, string> = {}): Promi
       const [, api, docs, metrics, email, password] = ready as unknown as string[]
       const authgatePort = Number(new URL(api!).port)
       const ports = [authgatePort, Number(backend[1])]
+      assert.equal(backend[1], authPort[1], 'Supabase Auth listens on the port given')
       if (output.includes('embedded PostgreSQL')) ports.push(Number(backend[2]))
       return {
         child,
@@ -180,7 +183,7 @@ async function tryIt(
   summary: string,
   request: string,
   body?: unknown,
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; url: string }> {
   const client = page.getByRole('button', { name: 'Close Client' })
   if (await client.count()) await client.click()
   await page.getByText(summary, { exact: true }).first().click()
@@ -197,7 +200,7 @@ async function tryIt(
   const answer = page.waitForResponse((r) => new URL(r.url()).pathname === path && r.request().method() === method)
   await page.keyboard.press('Control+Enter')
   const response = await answer
-  return { status: response.status(), text: await response.text() }
+  return { status: response.status(), text: await response.text(), url: response.url() }
 }
 
 describe('npm run dev', { timeout: 900_000 }, () => {
@@ -223,6 +226,16 @@ describe('npm run dev', { timeout: 900_000 }, () => {
           Buffer.from(session.data.session!.access_token.split('.')[1]!, 'base64url').toString(),
         )
         assert.equal(claims.iss, api)
+        // As on Supabase's platform: users' tokens carry the role `authenticated`, not an empty one.
+        assert.equal(claims.role, 'authenticated')
+        assert.equal(claims.aud, 'authenticated')
+        // A start-up log without noise: no deprecation notice for the settings it makes on purpose,
+        // no refused sign-in from its own check of the test user, nothing from authgate's start-up
+        // checks (at warn, the level the test runs it at).
+        const log = run.output()
+        assert.doesNotMatch(log, /DEPRECATION NOTICE/)
+        assert.doesNotMatch(log, /Invalid login credentials/)
+        assert.doesNotMatch(log, /"msg":"doctor:/)
         for (const url of [docs, metrics]) {
           const response = await fetch(url)
           await response.body?.cancel()
@@ -258,6 +271,8 @@ describe('npm run dev', { timeout: 900_000 }, () => {
         const second = await startDev(['--port', String(await freePort()), ...args], env)
         try {
           assert.doesNotMatch(second.output(), /creating its cluster/)
+          // The test user is found, not tried: no refused sign-in in Supabase Auth's log.
+          assert.doesNotMatch(second.output(), /Invalid login credentials/)
           await signIn(second.ready.api, email, 'dev-test-password-1')
         } finally {
           await interrupt(second)
@@ -287,6 +302,9 @@ describe('npm run dev', { timeout: 900_000 }, () => {
           })
         })
         await page.goto(run.ready.docs, { timeout: 120_000 })
+        // The introduction says how to get a token and why untagged routes show a 401.
+        await page.getByText('Introduction', { exact: true }).first().waitFor()
+        await page.getByText('Copy access_token from the answer.', { exact: false }).first().waitFor()
         const email = `dev-try-it-${Date.now()}@example.com`
         const password = 'correct-horse-battery-7'
         const signUp = await tryIt(page, 'Sign up with e-mail or phone and password', 'POST /auth/signup', {
@@ -308,6 +326,18 @@ describe('npm run dev', { timeout: 900_000 }, () => {
         const user = await answer
         assert.equal(user.status(), 200)
         assert.equal(((await user.json()) as { email: string }).email, email)
+        // Signing in as sent, with the examples as the page fills them: the test user's, and no
+        // optional redirect_to ticked (a redirect the allow list does not hold). A new page (a new
+        // browser context): the client keeps a body edited earlier in the same one.
+        const fresh = await browser.newPage({ viewport: { width: 1400, height: 1000 } })
+        fresh.setDefaultTimeout(60_000)
+        await fresh.goto(run.ready.docs, { timeout: 120_000 })
+        const asFilled = await tryIt(fresh, 'Sign in or refresh a session', 'POST /auth/token')
+        assert.equal(asFilled.status, 200, asFilled.text)
+        assert.equal((JSON.parse(asFilled.text) as { user: { email: string } }).user.email, run.ready.email)
+        assert.equal(new URL(asFilled.url).searchParams.get('redirect_to'), null, asFilled.url)
+        if (process.env.SCREENSHOT_DIR)
+          await fresh.screenshot({ path: join(process.env.SCREENSHOT_DIR, 'try-it-sign-in.png') })
         // zod's probe for `Function('')` is refused by design; nothing else may be.
         assert.deepEqual(
           violations.filter((v) => v !== 'script-src eval'),

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util'
 import { signServiceRoleJwt } from '../e2e/support/jwt.ts'
 import { authDatabaseUrl, postgresUnavailableReason, prepareAuthDatabase } from '../e2e/support/postgres.ts'
 import { BINARY_ENV, findSupabaseAuthBinary } from './supabase-auth/binary.ts'
-import { supabaseAuthEnv, TEST_PHONE_OTPS } from '../e2e/support/supabase-auth-env.ts'
+import { DEV_SUPABASE_AUTH_PORT, supabaseAuthEnv, TEST_PHONE_OTPS } from '../e2e/support/supabase-auth-env.ts'
 import { loadOrCreateKeys, repoRoot } from './dev/keys.ts'
 import type { DevKeys } from './dev/keys.ts'
 
@@ -23,7 +23,7 @@ supabase-auth / gotrue on PATH) and PostgreSQL reachable as superuser (PGHOST, P
 default 127.0.0.1:5432, postgres).
 
 Options:
-  --port <n>          port on 127.0.0.1 (default 9999)
+  --port <n>          port on 127.0.0.1 (default ${DEV_SUPABASE_AUTH_PORT}, as npm run dev's)
   --public-url <url>  authgate's public base, prefix included (default http://localhost:8080/auth);
                       becomes API_EXTERNAL_URL, the JWT issuer and the WebAuthn origin
   --site-url <url>    GOTRUE_SITE_URL (default: origin of --public-url)
@@ -54,7 +54,7 @@ function describeValue(name: string, value: string, keys: DevKeys): string {
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
-      port: { type: 'string', default: '9999' },
+      port: { type: 'string', default: String(DEV_SUPABASE_AUTH_PORT) },
       'public-url': { type: 'string', default: 'http://localhost:8080/auth' },
       'site-url': { type: 'string' },
       database: { type: 'string', default: 'authgate_dev' },

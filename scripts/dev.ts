@@ -15,7 +15,7 @@ import {
 import type { PostgresTarget } from '../e2e/support/postgres.ts'
 import { reservePort } from '../e2e/support/supabase-auth.ts'
 import { BINARY_ENV, findGo, findSupabaseAuthBinary, SUPABASE_AUTH_GO_VERSION } from './supabase-auth/binary.ts'
-import { supabaseAuthEnv } from '../e2e/support/supabase-auth-env.ts'
+import { CLIENT_IP_HEADER, DEV_SUPABASE_AUTH_PORT, supabaseAuthEnv } from '../e2e/support/supabase-auth-env.ts'
 import { EMBEDDED_DIR, startEmbeddedPostgres } from './dev/embedded-postgres.ts'
 import { loadOrCreateKeys, repoRoot } from './dev/keys.ts'
 import { answers, startService, waitUntil } from './dev/service.ts'
@@ -39,8 +39,15 @@ on PATH; with none of them and Go installed, it is built first from the upstream
 is used instead and neither PostgreSQL nor Supabase Auth is started.
 Other AUTHGATE_* variables reach authgate as with npm start (npx authgate --help lists them).
 
+Supabase Auth listens on 127.0.0.1:${DEV_SUPABASE_AUTH_PORT} (its own default; --auth-port to change it): other
+tools can reach it there, e.g. AUTHGATE_BACKEND_URL=http://localhost:${DEV_SUPABASE_AUTH_PORT} for a second authgate.
+Its tokens are issued as on Supabase's platform: issuer the public URL, audience and role
+"authenticated". authgate is told its public URL and the client-IP header Supabase Auth limits by,
+so its start-up checks (authgate doctor) find nothing to report.
+
 Options:
   --port <n>         authgate's port (default 8080)
+  --auth-port <n>    Supabase Auth's port (default ${DEV_SUPABASE_AUTH_PORT})
   --prefix <path>    authgate's mount prefix (default /auth)
   --database <name>  Supabase Auth's database (default authgate_dev)
   --fresh            start from an empty database
@@ -53,12 +60,20 @@ function say(line: string): void {
   process.stderr.write(`authgate dev: ${line}\n`)
 }
 
+/**
+ * Supabase Auth's start-up notices about settings it is given on purpose: the role of users' tokens
+ * (GOTRUE_JWT_DEFAULT_GROUP_NAME, for the platform's `authenticated`) and the admin group, which it
+ * defaults itself and then warns about. Kept for an error's tail, not shown.
+ */
+export const EXPECTED_NOTICE = /DEPRECATION NOTICE: GOTRUE_JWT_(DEFAULT|ADMIN)_GROUP_NAME not supported/
+
 /** Copies a child's output line by line, each line marked with where it came from. */
 function relay(
   stream: NodeJS.ReadableStream | null,
   to: NodeJS.WritableStream,
   label: string,
   keep: (s: string) => void,
+  hide?: RegExp,
 ) {
   let partial = ''
   stream?.on('data', (chunk: Buffer) => {
@@ -67,6 +82,7 @@ function relay(
     partial = lines.pop() ?? ''
     for (const line of lines) {
       keep(`${line}\n`)
+      if (hide?.test(line)) continue
       to.write(label === '' ? `${line}\n` : `${label} ${line}\n`)
     }
   })
@@ -144,10 +160,12 @@ function urlsOf(port: number, prefix: string, env: NodeJS.ProcessEnv): Urls {
 }
 
 /**
- * Creates the test user through the admin API (confirmed, so it can sign in at once), then signs it
- * in through authgate: the ready line only promises what was just seen to work.
+ * Creates the test user through the admin API (confirmed, so it can sign in at once) unless it is
+ * there, then signs it in through authgate: the ready line only promises what was just seen to work.
+ * Looked up first rather than tried: a refused sign-in is a warning line in Supabase Auth's log.
  */
 async function ensureTestUser(backendUrl: string, jwtSecret: string, api: string): Promise<string> {
+  const admin = { authorization: `Bearer ${signServiceRoleJwt(jwtSecret, 300)}` }
   const signIn = async (): Promise<number> => {
     const response = await fetch(`${api}/token?grant_type=password`, {
       method: 'POST',
@@ -157,17 +175,22 @@ async function ensureTestUser(backendUrl: string, jwtSecret: string, api: string
     await response.body?.cancel()
     return response.status
   }
-  // A later start finds the user there already (the data is kept).
-  if ((await signIn()) === 200) return `${TEST_USER.email} / ${TEST_USER.password}`
-  const created = await fetch(`${backendUrl}/admin/users`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${signServiceRoleJwt(jwtSecret, 300)}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ ...TEST_USER, email_confirm: true }),
+  // A later start finds the user there already (the data is kept). The filter matches a substring.
+  const found = await fetch(`${backendUrl}/admin/users?filter=${encodeURIComponent(TEST_USER.email)}`, {
+    headers: admin,
   })
-  const body = (await created.json().catch(() => ({}))) as { error_code?: string; msg?: string }
-  if (body.error_code === 'email_exists') {
+  const listed = (await found.json().catch(() => ({}))) as { users?: Array<{ email?: string }> }
+  const exists = found.status === 200 && (listed.users ?? []).some((user) => user.email === TEST_USER.email)
+  if (exists) {
+    if ((await signIn()) === 200) return `${TEST_USER.email} / ${TEST_USER.password}`
     return `(${TEST_USER.email} exists with another password than ${TEST_USER.password}; --fresh starts over)`
   }
+  const created = await fetch(`${backendUrl}/admin/users`, {
+    method: 'POST',
+    headers: { ...admin, 'content-type': 'application/json' },
+    body: JSON.stringify({ ...TEST_USER, email_confirm: true }),
+  })
+  const body = (await created.json().catch(() => ({}))) as { msg?: string }
   if (created.status !== 200) return `(none: creating ${TEST_USER.email} answered ${created.status} ${body.msg ?? ''})`
   const status = await signIn()
   if (status !== 200) return `(${TEST_USER.email} was created, but signing in answered ${status})`
@@ -179,6 +202,7 @@ export async function runDev(argv: string[]): Promise<number> {
     args: argv,
     options: {
       port: { type: 'string', default: '8080' },
+      'auth-port': { type: 'string', default: String(DEV_SUPABASE_AUTH_PORT) },
       prefix: { type: 'string', default: '/auth' },
       database: { type: 'string', default: 'authgate_dev' },
       fresh: { type: 'boolean', default: false },
@@ -192,6 +216,9 @@ export async function runDev(argv: string[]): Promise<number> {
   }
   const port = Number(values.port)
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`invalid --port ${values.port}`)
+  const authPort = Number(values['auth-port'])
+  if (!Number.isInteger(authPort) || authPort < 1 || authPort > 65535 || authPort === port)
+    throw new Error(`invalid --auth-port ${values['auth-port']}`)
   const prefix = normalisePrefix(values.prefix)
   const database = values.database
 
@@ -234,6 +261,14 @@ export async function runDev(argv: string[]): Promise<number> {
     let backendLine = `${backendUrl} (AUTHGATE_BACKEND_URL)`
 
     if (backendUrl === undefined || backendUrl === '') {
+      // Before anything is built or started: a fixed port may be taken (another npm run dev, a
+      // Supabase Auth of npm run backend:dev or the Supabase CLI's).
+      if (!(await portIsFree(authPort))) {
+        throw new Error(
+          `port ${authPort} is in use on 127.0.0.1 (another Supabase Auth? npm run backend:dev?): choose another with --auth-port, ` +
+            `or use the one there: AUTHGATE_BACKEND_URL=http://localhost:${authPort} npm run dev`,
+        )
+      }
       const binary = await supabaseAuthBinary()
       if (interrupted) return 0
 
@@ -264,10 +299,9 @@ export async function runDev(argv: string[]): Promise<number> {
       if (interrupted) return 0
 
       const keys = await loadOrCreateKeys()
-      const authPort = await reservePort()
       const env = {
         ...supabaseAuthEnv({
-          port: authPort.port,
+          port: authPort,
           publicUrl,
           databaseUrl: authDatabaseUrl(database, target),
           jwtSecret: keys.jwtSecret,
@@ -278,7 +312,6 @@ export async function runDev(argv: string[]): Promise<number> {
       // Started in an empty directory of its own: the server would otherwise read a stray .env file.
       const workDir = join(repoRoot, '.cache', 'supabase-auth-dev', 'run')
       await mkdir(workDir, { recursive: true })
-      await authPort.release()
       let authOutput = ''
       const auth = track(
         startService('Supabase Auth', binary, [], {
@@ -290,9 +323,9 @@ export async function runDev(argv: string[]): Promise<number> {
         15_000,
       )
       const keepAuth = (line: string) => (authOutput = (authOutput + line).slice(-20_000))
-      relay(auth.child.stdout, process.stderr, 'supabase-auth:', keepAuth)
-      relay(auth.child.stderr, process.stderr, 'supabase-auth:', keepAuth)
-      backendUrl = `http://127.0.0.1:${authPort.port}`
+      relay(auth.child.stdout, process.stderr, 'supabase-auth:', keepAuth, EXPECTED_NOTICE)
+      relay(auth.child.stderr, process.stderr, 'supabase-auth:', keepAuth, EXPECTED_NOTICE)
+      backendUrl = `http://127.0.0.1:${authPort}`
       // The first start runs every migration: a minute or more on a busy machine.
       await waitUntil(
         auth,
@@ -304,7 +337,10 @@ export async function runDev(argv: string[]): Promise<number> {
       backendLine = `${backendUrl} (database ${database}, ${postgresLine})`
       if (interrupted) return 0
 
-      const gateway = await startGateway(port, prefix, backendUrl, track)
+      const gateway = await startGateway(port, prefix, backendUrl, publicUrl, track, {
+        // The reference page's sign-in examples: "try it" signs in as the test user at once.
+        AUTHGATE_DOCS_EXAMPLE_USER: `${TEST_USER.email}:${TEST_USER.password}`,
+      })
       const urls = urlsOf(port, prefix, process.env)
       testUser = await ensureTestUser(backendUrl, keys.jwtSecret, `http://127.0.0.1:${port}${prefix}`)
       if (interrupted) return 0
@@ -315,7 +351,7 @@ export async function runDev(argv: string[]): Promise<number> {
         gateway.exited,
       ])
     } else {
-      const gateway = await startGateway(port, prefix, backendUrl, track)
+      const gateway = await startGateway(port, prefix, backendUrl, publicUrl, track)
       if (interrupted) return 0
       printReady(urlsOf(port, prefix, process.env), testUser, backendLine)
       await Promise.race([woken, gateway.exited])
@@ -334,17 +370,26 @@ export async function runDev(argv: string[]): Promise<number> {
   }
 }
 
-/** authgate itself, the way `npm start` runs it, configured through its environment. */
+/**
+ * authgate itself, the way `npm start` runs it, configured through its environment: its public URL
+ * and the client-IP header Supabase Auth limits by are set (the caller's own values win), so the
+ * start-up checks it logs have nothing to say about a stack made to agree.
+ */
 async function startGateway(
   port: number,
   prefix: string,
   backendUrl: string,
+  publicUrl: string,
   track: (service: Service, signal: NodeJS.Signals, graceMs: number) => Service,
+  defaults: Record<string, string> = {},
 ): Promise<{ exited: Promise<void> }> {
   let output = ''
   const gateway = track(
     startService('authgate', process.execPath, [join(repoRoot, 'bin', 'authgate.js')], {
       env: {
+        AUTHGATE_PUBLIC_URL: publicUrl,
+        AUTHGATE_CLIENT_IP_HEADER: CLIENT_IP_HEADER,
+        ...defaults,
         ...process.env,
         PORT: String(port),
         HOST: '127.0.0.1',

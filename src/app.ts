@@ -26,6 +26,7 @@ import { registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './
 import { openApiAjvOptions } from './openapi/annotation-keywords.ts'
 import { createRegistry } from './openapi/index.ts'
 import { enabledRoutes } from './auth/routes/index.ts'
+import { unrouted } from './auth/mount.ts'
 import { authgate, type AuthgatePluginOptions } from './plugin.ts'
 import type { RateLimiter } from './ratelimit/index.ts'
 import type { ProtectOptions } from './protect/index.ts'
@@ -68,6 +69,12 @@ export interface AuthgateOptions extends Omit<AuthgatePluginOptions, 'config'> {
    * `SpanExporter` of the application's own, e.g. an in-memory one in tests. By default OTLP/HTTP.
    */
   tracing?: { exporter?: import('@opentelemetry/sdk-trace').SpanExporter }
+  /**
+   * Every path nothing is routed at (`GET /`, a typo) answered with authgate's error body, 404 or
+   * 405 with `Allow` on an auth route's path, as under the prefix: the service turns it on. Off by
+   * default, since the not-found handler at the root is the application's to set. Default false.
+   */
+  answerUnrouted?: boolean
 }
 
 /** What the service adds around the plugin: readiness (turned off first on shutdown) and the metrics. */
@@ -232,6 +239,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     if (jwks) readiness.require('signing_keys', () => jwks.load())
   }
   if (options.refuseEarly && rateLimiter) refuseEarly(app, config, rateLimiter, metrics)
+  if (options.answerUnrouted) app.setNotFoundHandler(unrouted(enabledRoutes(config.disabledGroups), config.prefix))
   registerDocs(app, registry, options.openapi)
   return app
 }

@@ -1,8 +1,10 @@
-// The `authgate` command line: the service, `doctor`, `--help` and `--version` (src/main.ts runs it).
+// The `authgate` command line: the service, `doctor`, `--help` and `--version` (src/main.ts runs it;
+// bin/authgate.js runs `dev` itself, before any of this is read).
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { adoptPrimarySecret, PrimaryStore, runPrimary, workerEnvFor } from './cluster.ts'
 import { AuthgateConfigError } from './config.ts'
+import { didYouMean } from './core/did-you-mean.ts'
 import { readSettings } from './config/collect.ts'
 import { settingsHelp } from './config/schema.ts'
 import { loadServiceSettings, type ServiceSettings } from './settings.ts'
@@ -10,6 +12,8 @@ import { installShutdown } from './shutdown.ts'
 import { growWithLoad } from './startup-heap.ts'
 
 const USAGE = `Usage: authgate              (configuration from the environment)
+       authgate dev          (the whole local stack: Supabase Auth, PostgreSQL, authgate, a test user;
+                             from a clone of the repository: npm run dev)
        authgate doctor [--json] [--no-probe]
                              (checks authgate and Supabase Auth together; exit 1 on an error)
        authgate --help       (this text and every setting)
@@ -22,6 +26,9 @@ ${USAGE}
 Settings (environment variables; durations need a unit: 500ms, 10s, 5m, 1h):
 
 ${settingsHelp()}`
+
+/** What the command line knows: the suggestions for a mistyped one. */
+const WORDS = ['dev', 'doctor', '--help', '--version']
 
 /** The settings from the environment; a configuration error ends the process with status 2. */
 function configured(): ServiceSettings {
@@ -58,8 +65,10 @@ async function main(): Promise<void> {
   // Settings come only from the environment: anything on the command line is a mistake (a typo of
   // --help must not start a service on 0.0.0.0).
   if (args.length > 0) {
-    const unknown = args.find((a) => a !== '--version' && a !== '-v') ?? args[1]
-    process.stderr.write(`authgate: unknown argument ${JSON.stringify(unknown)}\n${USAGE}`)
+    const unknown = args.find((a) => a !== '--version' && a !== '-v') ?? args[1]!
+    const near = didYouMean(unknown, WORDS)
+    const hint = near === undefined ? '' : ` (did you mean ${JSON.stringify(near)}?)`
+    process.stderr.write(`authgate: unknown argument ${JSON.stringify(unknown)}${hint}\n${USAGE}`)
     process.exit(2)
   }
   const settings = configured()
@@ -96,6 +105,7 @@ async function main(): Promise<void> {
       processMetrics: true,
       clusterMetrics: cluster.isWorker,
       refuseEarly: true,
+      answerUnrouted: true,
     })
   } catch (err) {
     if (err instanceof AuthgateConfigError) {

@@ -3,6 +3,7 @@ import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes/inde
 import { loadCoreConfig, type CoreConfig } from './config.ts'
 import { AuthgateConfigError, type Env } from './config/env.ts'
 import { settingValue } from './config/schema.ts'
+import { notHttp } from './core/url-message.ts'
 import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
 import { loadSessionConfig, type SessionConfig } from './sessions/config.ts'
@@ -51,7 +52,7 @@ export function loadPublicUrl(env: Env = {}): string | undefined {
     throw new AuthgateConfigError('AUTHGATE_PUBLIC_URL', `not a URL: ${JSON.stringify(raw)}`)
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new AuthgateConfigError('AUTHGATE_PUBLIC_URL', `must be http or https, got ${url.protocol}`)
+    throw new AuthgateConfigError('AUTHGATE_PUBLIC_URL', notHttp(raw))
   return raw.replace(/\/+$/, '')
 }
 

@@ -73,7 +73,7 @@ test('`--version` prints the version; an unknown argument fails with the usage i
       env: { PATH: process.env.PATH ?? '' },
     })
     assert.equal(out.status, 2, `${args.join(' ')}: ${out.stderr}`)
-    assert.ok(out.stderr.startsWith(`authgate: unknown argument "${unknown}"\n`), out.stderr)
+    assert.ok(out.stderr.startsWith(`authgate: unknown argument "${unknown}"`), out.stderr)
     assert.match(out.stderr, /Usage: authgate/)
     assert.equal(out.stdout, '')
   }

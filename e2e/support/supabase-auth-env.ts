@@ -12,6 +12,15 @@ export const TEST_PHONE_OTPS: Readonly<Record<string, string>> = {
 /** Consent page path (under the site URL) that the OAuth 2.1 server redirects to. */
 export const OAUTH_CONSENT_PATH = '/oauth/consent'
 
+/**
+ * The header authgate sends the client IP in and Supabase Auth limits by (authgate's default,
+ * AUTHGATE_CLIENT_IP_HEADER): one name for both sides.
+ */
+export const CLIENT_IP_HEADER = 'X-Forwarded-For'
+
+/** The port Supabase Auth listens on in development (`npm run dev`, `npm run backend:dev`): its own default. */
+export const DEV_SUPABASE_AUTH_PORT = 9999
+
 /** High enough that Supabase Auth's own limiters never interfere with tests of authgate's. */
 const UNLIMITED = '100000'
 
@@ -67,6 +76,9 @@ export function supabaseAuthEnv(settings: SupabaseAuthSettings): Record<string, 
     GOTRUE_JWT_VALID_METHODS: `${settings.signingJwk.alg},HS256`,
     GOTRUE_JWT_ISSUER: publicUrl,
     GOTRUE_JWT_AUD: 'authenticated',
+    // The `role` of users' tokens, as on Supabase's platform (PostgreSQL's role for signed-in users);
+    // unset, Supabase Auth writes an empty role. It logs a deprecation notice for this variable at start.
+    GOTRUE_JWT_DEFAULT_GROUP_NAME: 'authenticated',
     GOTRUE_JWT_EXP: '3600',
 
     GOTRUE_EXTERNAL_EMAIL_ENABLED: 'true',
@@ -105,7 +117,7 @@ export function supabaseAuthEnv(settings: SupabaseAuthSettings): Record<string, 
     GOTRUE_OAUTH_SERVER_AUTHORIZATION_PATH: OAUTH_CONSENT_PATH,
 
     // authgate sets this header to the client IP it decided on.
-    GOTRUE_RATE_LIMIT_HEADER: 'X-Forwarded-For',
+    GOTRUE_RATE_LIMIT_HEADER: CLIENT_IP_HEADER,
     GOTRUE_RATE_LIMIT_EMAIL_SENT: UNLIMITED,
     GOTRUE_RATE_LIMIT_SMS_SENT: UNLIMITED,
     GOTRUE_RATE_LIMIT_VERIFY: UNLIMITED,

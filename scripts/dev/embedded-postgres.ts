@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
 import { chown, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { arch, platform } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { authDatabaseSql, CLUSTER_ROLES_SQL } from '../../e2e/support/postgres.ts'
 import type { PostgresTarget } from '../../e2e/support/postgres.ts'
 import { isExecutable } from '../supabase-auth/binary.ts'
@@ -48,7 +48,7 @@ export async function embeddedPostgresBinaries(): Promise<Binaries | { reason: s
 }
 
 /** The account the server runs as: PostgreSQL refuses to run as root, so root hands it to another. */
-interface Account {
+export interface Account {
   name: string
   uid: number
   gid: number
@@ -67,6 +67,45 @@ export async function serverAccount(passwd?: string): Promise<Account | undefine
   throw new Error(
     'PostgreSQL refuses to run as root and this machine has neither a postgres nor a nobody account to run it ' +
       'as: run npm run dev as another user, or start a PostgreSQL and point PGHOST at it',
+  )
+}
+
+/**
+ * The directories on the way to `paths` that `account` may not pass through (no search permission
+ * for it). Run as root, PostgreSQL runs as that account and needs to reach its data directory and
+ * the package's binaries: a clone in root's home (/root is 0700) stops it there, and initdb's own
+ * "permission denied" names a file, not the directory to open up.
+ */
+export async function blockedDirectories(account: Account, paths: string[]): Promise<string[]> {
+  const blocked: string[] = []
+  for (const path of paths) {
+    let dir = resolve(path)
+    const ancestors: string[] = []
+    for (;;) {
+      ancestors.unshift(dir)
+      const parent = dirname(dir)
+      if (parent === dir) break
+      dir = parent
+    }
+    for (const ancestor of ancestors) {
+      const info = await stat(ancestor).catch(() => undefined)
+      // Not there yet: created by root on the way, with search permission for others.
+      if (info === undefined) break
+      const bit = info.uid === account.uid ? 0o100 : info.gid === account.gid ? 0o010 : 0o001
+      if ((info.mode & bit) === 0 && !blocked.includes(ancestor)) blocked.push(ancestor)
+    }
+  }
+  return blocked
+}
+
+/** Why the server's account cannot start, and the ways out, when `blocked` is not empty. */
+export function blockedAdvice(account: Account, blocked: string[]): string {
+  return (
+    `PostgreSQL refuses to run as root, so npm run dev runs the embedded one as the account ${account.name}, which ` +
+    `may not enter ${blocked.join(', ')} on the way to its data directory and binaries (a clone in root's home, ` +
+    `whose directory is 0700, is the usual case). Either let it pass through (\`chmod o+x ${blocked.join(' ')}\`: ` +
+    `search permission only, it does not make the contents readable), or run npm run dev as another user, or ` +
+    `point PGHOST at a PostgreSQL you run (any reachable one is used instead of the embedded one)`
   )
 }
 
@@ -189,6 +228,10 @@ export async function startEmbeddedPostgres(options: {
   const account = await serverAccount()
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', LC_ALL: 'C' }
   const dir = options.dir ?? EMBEDDED_DIR
+  if (account !== undefined) {
+    const blocked = await blockedDirectories(account, [dir, dirname(binaries.postgres)])
+    if (blocked.length > 0) throw new Error(blockedAdvice(account, blocked))
+  }
   const dataDir = join(dir, 'data')
   await mkdir(dir, { recursive: true })
   if (options.fresh) await rm(dataDir, { recursive: true, force: true })

@@ -1,4 +1,5 @@
 import type { Env } from './env.ts'
+import { editDistance } from '../core/did-you-mean.ts'
 
 /**
  * Every setting the service reads, in one list: `--help` prints it, the README's configuration
@@ -441,6 +442,13 @@ export const SETTINGS: readonly Setting[] = [
     meaning: '`info.title` of the document',
   },
   { name: 'AUTHGATE_API_VERSION', group: 'Documentation', default: '1.0.0', meaning: '`info.version` of the document' },
+  {
+    name: 'AUTHGATE_DOCS_EXAMPLE_USER',
+    group: 'Documentation',
+    defaultText: 'none',
+    meaning:
+      '`email:password` that the reference page\'s sign-in examples are filled with, so that "try it" signs in at once (`npm run dev` sets its test user). Anyone who opens the page sees it: for development stacks only',
+  },
 ]
 
 const BY_NAME = new Map(SETTINGS.map((s) => [s.name, s]))
@@ -472,22 +480,8 @@ export function defaultText(setting: Setting): string {
   return setting.defaultText ?? setting.default ?? 'none'
 }
 
-/** Optimal string alignment distance (Levenshtein with adjacent transpositions), case-insensitive. */
-export function editDistance(a: string, b: string): number {
-  const s = a.toUpperCase()
-  const t = b.toUpperCase()
-  const d: number[][] = Array.from({ length: s.length + 1 }, (_, i) => [i, ...Array<number>(t.length).fill(0)])
-  for (let j = 1; j <= t.length; j++) d[0]![j] = j
-  for (let i = 1; i <= s.length; i++) {
-    for (let j = 1; j <= t.length; j++) {
-      const cost = s[i - 1] === t[j - 1] ? 0 : 1
-      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
-      if (i > 1 && j > 1 && s[i - 1] === t[j - 2] && s[i - 2] === t[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1)
-      d[i]![j] = v
-    }
-  }
-  return d[s.length]![t.length]!
-}
+// Shared with the command line's suggestions; exported here too, where the settings' tests find it.
+export { editDistance }
 
 /** The known setting closest to `name`. */
 export function closestSetting(name: string): string {

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import type { Dispatcher, Pool as UndiciPool } from 'undici'
 import { AuthgateConfigError } from './config-error.ts'
 import { READ_ENCODING, readableBody } from './held-answer.ts'
+import { notHttp, schemeHint, withoutCredentials } from './url-message.ts'
 
 // undici's pool and its request API by their modules, not its index: the index loads fetch,
 // WebSocket, EventSource, the cache stores and mocks, about 12 MB of resident memory a gateway
@@ -50,10 +51,10 @@ export function normaliseBackendUrl(option: string, raw: URL | string): URL {
   try {
     url = new URL(typeof raw === 'string' ? raw.trim() : raw.href)
   } catch {
-    throw new AuthgateConfigError(option, `not a valid URL: ${JSON.stringify(String(raw))}`)
+    const value = withoutCredentials(String(raw).trim())
+    throw new AuthgateConfigError(option, `not a valid URL: ${JSON.stringify(value)}${schemeHint(value)}`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new AuthgateConfigError(option, `must be http or https, got ${url.protocol}`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AuthgateConfigError(option, notHttp(String(raw)))
   if (url.search || url.hash) throw new AuthgateConfigError(option, 'must not carry a query or fragment')
   if (url.username || url.password) throw new AuthgateConfigError(option, 'must not carry credentials')
   url.pathname = url.pathname.replace(/\/+$/, '')

@@ -1,3 +1,5 @@
+import { schemeHint, withoutCredentials } from '../core/url-message.ts'
+
 /**
  * AUTHGATE_REDIS_URL names one of three deployments (docs/rate-limiting.md):
  * - one server: `redis://[user:password@]host:6379[/db]`, `rediss://` for TLS;
@@ -6,7 +8,7 @@
  *   sentinels' own is AUTHGATE_REDIS_SENTINEL_PASSWORD;
  * - a Redis Cluster: `redis+cluster://[user:password@]n1:6379,n2:6379,n3:6379` (`rediss+cluster://` for TLS);
  *   a few nodes are enough, the rest are discovered.
- * Errors never repeat the URL: it may hold a password.
+ * Errors never repeat a password: a URL they quote has its user information masked.
  */
 
 export interface HostPort {
@@ -43,7 +45,7 @@ export function parseRedisUrl(raw: string): RedisTarget {
     }
     if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
       throw new Error(
-        `must be redis://, rediss://, redis+sentinel:// or redis+cluster:// (with rediss+ for TLS), got ${parsed.protocol}`,
+        `must be redis://, rediss://, redis+sentinel:// or redis+cluster:// (with rediss+ for TLS), got ${JSON.stringify(withoutCredentials(url))}${schemeHint(url, 'redis')}`,
       )
     return { kind: 'single', url, tls: parsed.protocol === 'rediss:' }
   }

@@ -21,6 +21,11 @@ export interface OpenApiOptions extends DocumentOptions {
   docsPath?: string | false
   /** An existing registry, e.g. one the application created on its root instance before registering authgate. */
   registry?: RouteRegistry
+  /**
+   * A development account the auth routes' sign-in examples are filled with (src/docs-server/try-it.ts),
+   * so that the page's "try it" signs in as it. Published in the document: development only.
+   */
+  exampleUser?: { email: string; password: string }
 }
 
 export interface ResolvedOpenApiConfig {
@@ -94,6 +99,18 @@ export function loadOpenApiConfig(env: Env = process.env): OpenApiOptions {
     out.info = {}
     if (title !== undefined) out.info.title = parseText('AUTHGATE_API_TITLE', title, 200)
     if (version !== undefined) out.info.version = parseText('AUTHGATE_API_VERSION', version, 64)
+  }
+
+  const user = get('AUTHGATE_DOCS_EXAMPLE_USER')
+  if (user !== undefined) {
+    const colon = user.indexOf(':')
+    const email = user.slice(0, colon).trim()
+    if (colon <= 0 || !email.includes('@') || colon === user.length - 1)
+      throw new AuthgateConfigError(
+        'AUTHGATE_DOCS_EXAMPLE_USER',
+        'expected email:password, e.g. dev@example.com:secret',
+      )
+    out.exampleUser = { email, password: user.slice(colon + 1) }
   }
 
   // Name the variable that collides, not the internal option.

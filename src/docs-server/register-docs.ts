@@ -8,6 +8,7 @@ import { contentSecurityPolicy, docsPageHtml, type DocsPageOptions } from './doc
 import { toOpenApi30 } from '../openapi/openapi30.ts'
 import type { RouteRegistry } from '../openapi/registry.ts'
 import { scalarAsset } from './scalar-asset.ts'
+import { forTryIt } from './try-it.ts'
 import type { OpenApiDocument } from '../openapi/types.ts'
 
 export interface RegisterDocsOptions extends OpenApiOptions {
@@ -94,10 +95,17 @@ export function registerDocs(
     return { openapiPath: routes.openapiPath, openapi30Path: false, docsPath: false, scriptPath: false }
 
   const build = () =>
-    buildOpenApiDocument(registry.entries(), {
-      ...options,
-      sharedSchemas: { ...app.getSchemas(), ...(options.sharedSchemas ?? {}) },
-    })
+    forTryIt(
+      buildOpenApiDocument(registry.entries(), {
+        ...options,
+        sharedSchemas: { ...app.getSchemas(), ...(options.sharedSchemas ?? {}) },
+      }),
+      // Read when the document is first asked for: the plugin may be registered after this call.
+      {
+        prefix: app.hasDecorator('authgate') ? app.authgate.config.prefix : undefined,
+        exampleUser: options.exampleUser,
+      },
+    )
 
   const openapi31 = cachedRendering(registry, build)
   app.get(config.openapiPath, hidden, async (request, reply) => sendJson(request, reply, openapi31()))

@@ -155,7 +155,13 @@ function buildOperation(
       responses[key] = response
     }
   } else {
-    if (authenticated && !responses['401']) responses['401'] = errorResponse('401', errorRef)
+    if (authenticated && !responses['401']) {
+      responses['401'] = errorResponse('401', errorRef)
+      // Documented by the tag rule, not by a check the route was seen to make: say so where it shows.
+      if (!Array.isArray(schema.security) && (rules.public ?? []).length > 0)
+        responses['401'].description =
+          `Not authenticated: a bearer token is missing or invalid. Documented because the operation has no ${rules.public!.map((t) => `\`${t}\``).join(' or ')} tag: operations without one are documented as needing a bearer token. Tag an open route \`${rules.public![0]}\` to document it as open.`
+    }
     if (hasTag(rules.restricted) && !responses['403']) responses['403'] = errorResponse('403', errorRef)
   }
   if (!responses['500']) responses['500'] = errorResponse('500', errorRef)

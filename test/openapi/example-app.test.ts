@@ -3,17 +3,30 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { buildTodoApp } from '../../examples/todo-app.ts'
+import { ISSUER, signHs256 } from '../protect/support.ts'
+import { loadTodoApp } from '../support/examples.ts'
 
 /**
  * The example application: authgate's auth routes and the application's typed routes in one
  * service and one document.
  */
 type Json = Record<string, any>
-const bearer = { authorization: 'Bearer example-token' }
+// Tokens as Supabase Auth signs them with the project secret (HS256): two users and the service role.
+const SECRET = 'example-app-secret-at-least-32-characters'
+const ADA = '8d0b1f0e-5c4e-4a5e-9a44-0b0b6f4c3b11'
+const GRACE = '5b3e8a52-3f0c-4d55-a7a1-43c9b0a1f0de'
+const asUser = async (sub: string) => ({ authorization: `Bearer ${await signHs256(SECRET, { sub })}` })
+const serviceRole = async () => ({ authorization: `Bearer ${await signHs256(SECRET, { role: 'service_role' })}` })
+let bearer: Record<string, string>
 
 async function app() {
-  return buildTodoApp({ config: { backendUrl: new URL('http://127.0.0.1:9') }, rateLimit: false })
+  bearer = await asUser(ADA)
+  const { buildTodoApp } = await loadTodoApp()
+  return buildTodoApp({
+    config: { backendUrl: new URL('http://127.0.0.1:9') },
+    rateLimit: false,
+    protect: { issuer: ISSUER, secret: SECRET, jwks: false },
+  })
 }
 
 test('the example application serves one document with the auth routes and its own', async () => {
@@ -62,7 +75,13 @@ test('the example application serves one document with the auth routes and its o
 test('the example routes validate as documented and work', async () => {
   const a = await app()
   try {
-    assert.equal((await a.inject({ url: '/todos' })).statusCode, 401, 'bearer required')
+    const anonymous = await a.inject({ url: '/todos' })
+    assert.equal(anonymous.statusCode, 401, 'bearer required')
+    assert.equal(anonymous.json().error_code, 'no_authorization')
+    // A bearer that is no token of Supabase Auth's is refused too (a presence check would let it in).
+    const forged = await a.inject({ url: '/todos', headers: { authorization: 'Bearer example-token' } })
+    assert.equal(forged.statusCode, 401)
+    assert.equal(forged.json().error_code, 'bad_jwt')
     const created = await a.inject({
       method: 'POST',
       url: '/todos',
@@ -114,7 +133,17 @@ test('the example routes validate as documented and work', async () => {
       'len 6',
     )
     assert.equal((await a.inject({ url: `/todos/${todo.id}/share`, headers: bearer })).json().expires_in, 86400)
-    assert.deepEqual((await a.inject({ url: '/admin/todo-stats', headers: bearer })).json(), { total: 1, done: 1 })
+    // Another user has a list of their own.
+    assert.deepEqual((await a.inject({ url: '/todos', headers: await asUser(GRACE) })).json(), [])
+    assert.equal((await a.inject({ url: `/todos/${todo.id}`, headers: await asUser(GRACE) })).statusCode, 404)
+    // The counts over every user are the service role's only.
+    const refused = await a.inject({ url: '/admin/todo-stats', headers: bearer })
+    assert.equal(refused.statusCode, 403)
+    assert.equal(refused.json().error_code, 'insufficient_role')
+    assert.deepEqual((await a.inject({ url: '/admin/todo-stats', headers: await serviceRole() })).json(), {
+      total: 1,
+      done: 1,
+    })
     assert.equal((await a.inject({ method: 'DELETE', url: `/todos/${todo.id}`, headers: bearer })).statusCode, 204)
     assert.equal((await a.inject({ url: `/todos/${todo.id}`, headers: bearer })).statusCode, 404)
     assert.deepEqual((await a.inject('/status')).json(), { ok: true })
@@ -125,7 +154,7 @@ test('the example routes validate as documented and work', async () => {
 
 test('the example runs as a program and listens', { timeout: 60_000 }, async () => {
   const file = fileURLToPath(new URL('../../examples/todo-app.ts', import.meta.url))
-  const child = spawn(process.execPath, [file], {
+  const child = spawn(process.execPath, ['--conditions=authgate-source', file], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', AUTHGATE_BACKEND_URL: 'http://127.0.0.1:9' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { buildTodoApp } from '../../../examples/todo-app.ts'
+import { loadTodoApp } from '../../support/examples.ts'
 
 /**
  * The product as an application uses it: `buildApp` (the real auth route table under `/auth`,
@@ -8,6 +8,7 @@ import { buildTodoApp } from '../../../examples/todo-app.ts'
  * is a closed port and no test here calls an auth route.
  */
 export async function realisticApp(): Promise<FastifyInstance> {
+  const { buildTodoApp } = await loadTodoApp()
   const app = await buildTodoApp({ config: { backendUrl: new URL('http://127.0.0.1:9') } })
   await app.ready()
   return app

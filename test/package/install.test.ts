@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+/**
+ * SLOW (about 30 to 60 s: a compile, a pack and an install). The package as a user gets it: packed
+ * the way `npm install github:<org>/authgate` and `npm publish` pack it (npm runs `prepare`, which
+ * compiles dist/), installed into an empty project, imported by name and started. The pack is made
+ * from a copy of the files the package ships, so the repository's own dist/ is left alone.
+ */
+test(
+  'SLOW: the packed package installs into an empty project, imports as `authgate` and starts',
+  { timeout: 150_000 },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'authgate-install-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; files: string[] }
+
+    // The package's sources and its build: what `files` names and what `prepare` compiles from.
+    const source = join(dir, 'source')
+    for (const path of [
+      ...pkg.files,
+      'src',
+      'scripts/prepare.ts',
+      'package.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+    ])
+      cpSync(join(ROOT, path), join(source, path), {
+        recursive: true,
+        filter: (from) => !from.startsWith(join(ROOT, 'dist')),
+      })
+    symlinkSync(join(ROOT, 'node_modules'), join(source, 'node_modules'))
+    const npm = {
+      env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' },
+    }
+    const packed = await run('npm', ['pack', '--json', '--pack-destination', dir], {
+      cwd: source,
+      ...npm,
+      maxBuffer: 1 << 24,
+    })
+    const [{ filename, files }] = JSON.parse(packed.stdout) as [{ filename: string; files: Array<{ path: string }> }]
+    const shipped = files.map((f) => f.path)
+    for (const path of ['dist/index.js', 'dist/index.d.ts', 'dist/main.js', 'bin/authgate.js', 'README.md'])
+      assert.ok(shipped.includes(path), `${path} is in the package`)
+    assert.ok(!shipped.some((p) => p.startsWith('src/') || p.startsWith('test/')), 'no sources or tests shipped')
+
+    // An empty project installs it from the tarball (dependencies from npm's cache where it has them).
+    const app = join(dir, 'app')
+    cpSync(join(dir, filename), join(app, filename))
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'an-app', private: true, type: 'module' }))
+    await run('npm', ['install', '--prefer-offline', '--no-package-lock', `./${filename}`], { cwd: app, ...npm })
+    assert.deepEqual(
+      readdirSync(join(app, 'node_modules', 'authgate')).sort(),
+      ['README.md', 'bin', 'dist', 'package.json'].sort(),
+    )
+
+    // The README's library use: `import { authgate } from 'authgate'` on the application's Fastify,
+    // forwarding to Supabase Auth (a stand-in that answers every request).
+    const backend = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"access_token":"t","token_type":"bearer"}')
+    })
+    await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve))
+    t.after(() => backend.close())
+    const backendUrl = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`
+    writeFileSync(
+      join(app, 'server.js'),
+      `import Fastify from 'fastify'
+     import { authgate, buildApp, defineRoute } from 'authgate'
+     const app = Fastify()
+     await app.register(authgate, { config: { backendUrl: new URL(process.argv[2]), prefix: '/auth' }, rateLimit: false })
+     app.get('/hello', async () => ({ hello: 'world' }))
+     const token = await app.inject({ method: 'POST', url: '/auth/token?grant_type=password', payload: { email: 'a@example.com', password: 'secret123' } })
+     const missing = await app.inject({ url: '/auth/admin/users' })
+     const hello = await app.inject({ url: '/hello' })
+     await app.close()
+     const service = await buildApp({ config: { backendUrl: new URL(process.argv[2]) }, rateLimit: false })
+     service.route(defineRoute({ method: 'GET', url: '/me', auth: 'required', handler: async (req) => req.user }))
+     await service.ready()
+     await service.close()
+     console.log(JSON.stringify({ token: [token.statusCode, token.json()], missing: missing.json().error_code, hello: hello.json(), defineRoute: typeof defineRoute }))`,
+    )
+    const started = await run(process.execPath, ['server.js', backendUrl], { cwd: app })
+    assert.deepEqual(JSON.parse(started.stdout), {
+      token: [200, { access_token: 't', token_type: 'bearer' }],
+      missing: 'not_found',
+      hello: { hello: 'world' },
+      defineRoute: 'function',
+    })
+
+    // Its types: a TypeScript application compiles against the shipped declarations.
+    writeFileSync(
+      join(app, 'check.ts'),
+      `import { authgate, type AuthgateOptions } from 'authgate'\nconst options: AuthgateOptions = { rateLimit: false }\nexport { authgate, options }\n`,
+    )
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+    await run(
+      process.execPath,
+      [
+        tsc,
+        '--noEmit',
+        '--strict',
+        '--skipLibCheck',
+        '--module',
+        'nodenext',
+        '--types',
+        'node',
+        '--typeRoots',
+        join(ROOT, 'node_modules', '@types'),
+        'check.ts',
+      ],
+      { cwd: app },
+    )
+
+    // And the command: `npx authgate --version` runs the compiled service.
+    const version = await run(join(app, 'node_modules', '.bin', 'authgate'), ['--version'], { cwd: app })
+    assert.equal(version.stdout, `${pkg.version}\n`)
+  },
+)
