@@ -7,7 +7,7 @@ export { buildApp, serverOptions, type AuthgateOptions, type AuthgateService } f
 export type { SupabaseAuthClient, BackendOptions } from './core/backend.ts'
 
 // Options: one resolver, one error naming the option.
-export { resolveConfig, loadCoreConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
+export type { CoreConfig, CoreConfigInput } from './config.ts'
 export { AuthgateConfigError } from './core/config-error.ts'
 export { loadRateLimitSettings } from './settings.ts'
 
@@ -19,13 +19,8 @@ export { AUTH_ROUTES, type AuthRoute, type RouteId } from './auth/routes/index.t
 export { ROUTE_GROUPS, OPTIONAL_GROUPS, type RouteGroup, type OptionalGroup } from './core/route-groups.ts'
 
 // Rate limiting and its stores.
-export {
-  createRateLimiter,
-  type RateLimiter,
-  type RateLimiterOptions,
-  type RateLimitCounters,
-} from './ratelimit/limiter.ts'
-export { loadRateLimitConfig, type RateLimitConfig, type RedisSettings } from './ratelimit/config.ts'
+export type { RateLimiter, RateLimiterOptions, RateLimitCounters } from './ratelimit/limiter.ts'
+export type { RateLimitConfig, RedisSettings } from './ratelimit/config.ts'
 export { MemoryStore, type MemoryStoreOptions } from './ratelimit/memory-store.ts'
 export { RedisStore } from './ratelimit/redis-store.ts'
 export { parseRate, type RateLimitPolicy } from './ratelimit/policy.ts'
@@ -36,9 +31,9 @@ export { defineRoute, inPath, inQuery, inHeader, inForm, splitFieldTags, withRul
 export type { ExplicitResponse, RouteDefinition, Rules } from './routes-dsl/index.ts'
 export { createRegistry, toOpenApi30, type RouteRegistry } from './openapi/index.ts'
 export type { DocumentOptions, OpenApiDocument, TagOption, TagRules } from './openapi/index.ts'
-export { OPENAPI_KEYWORDS, openApiAjvOptions } from './openapi/annotation-keywords.ts'
+export { openApiAjvOptions } from './openapi/annotation-keywords.ts'
 export { buildOpenApiDocument, registerDocs, type RegisterDocsOptions } from './docs-server/index.ts'
-export { resolveOpenApiConfig, type OpenApiOptions } from './docs-server/index.ts'
+export type { OpenApiOptions } from './docs-server/index.ts'
 
 // Verifying Supabase Auth's tokens on the application's routes.
 export { authgateProtect, type ProtectOptions, type AuthOption, type AuthUser } from './protect/index.ts'

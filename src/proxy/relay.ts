@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
-import { HELD_ANSWER_LIMIT, readHeldAnswer, UnreadableAnswerError, type HeldAnswer } from '../core/held-answer.ts'
+import { HELD_ANSWER_LIMIT, readHeldAnswer, type HeldAnswer, type UnreadableAnswerError } from '../core/held-answer.ts'
 import { AuthgateError } from '../errors.ts'
 import type { BackendErrorKind } from '../core/backend-timing.ts'
 import { reportAnswer } from '../core/answer-watch.ts'
@@ -9,10 +9,12 @@ import type { ResponseCache } from './response-cache.ts'
 
 /** Bodies up to this size are written in one piece with the response head. */
 const BUFFER_LIMIT = 64 * 1024
+
 /**
  * Changes a whole answer before it is relayed (cookie sessions take the tokens out of session
- * answers). It sees the answer decoded (src/core/held-answer.ts). Own headers it sets on the reply are merged as usual. A rejection is answered by
- * `onFailure`, as a backend failure before the answer started.
+ * answers). It sees the answer decoded (src/core/held-answer.ts). Own headers it sets on the reply
+ * are merged as usual. A rejection is answered by `onFailure`, as a backend failure before the
+ * answer started.
  */
 export type AnswerRewrite = (answer: HeldAnswer) => Promise<HeldAnswer>
 
@@ -176,9 +178,10 @@ export class Relay implements Dispatcher.DispatchHandler {
     } catch (err) {
       // Fails closed: an answer authgate cannot read may carry what it exists to take out (a
       // session's tokens), so it is never relayed as it came.
-      if (!(err instanceof UnreadableAnswerError)) throw err
+      // readHeldAnswer throws nothing else.
+      const unreadable = err as UnreadableAnswerError
       this.#o.request.log.error(
-        { status: this.#relayedStatus, encoding: err.encoding, reason: err.message },
+        { status: this.#relayedStatus, encoding: unreadable.encoding, reason: unreadable.message },
         'backend answer could not be read',
       )
       if (!this.#clientGone) this.#o.onFailure(new AuthgateError('backend_unreadable', undefined, { cause: err }))
