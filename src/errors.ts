@@ -31,6 +31,10 @@ export const ERRORS = {
     status: 403,
     message: 'A request authenticated by the session cookie must come from an allowed origin',
   },
+  cookie_consent_refused: {
+    status: 403,
+    message: 'An OAuth consent is not given with the session cookie here',
+  },
   session_store_unavailable: { status: 503, message: 'The session store could not be reached' },
   backend_unreachable: { status: 502, message: 'The authentication backend could not be reached' },
   request_timeout: { status: 504, message: 'The authentication backend did not answer in time' },

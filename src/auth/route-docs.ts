@@ -108,6 +108,7 @@ export function errorCodes(route: AuthRoute, limited: boolean, cookieSessions = 
   if (cookieSessions && (route.bearer || route.session !== undefined)) {
     gateway('cross_site_request')
     gateway('session_store_unavailable')
+    if (route.cookieGuard === 'consent') gateway('cookie_consent_refused')
   }
   gateway('unexpected_failure')
   gateway('backend_unreachable')

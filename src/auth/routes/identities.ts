@@ -28,6 +28,8 @@ export const identityRoutes = withDefaults(IDENTITIES, [
       302: redirect('To the provider'),
     },
     errors: { 404: ['manual_linking_disabled'] },
+    // Starts linking whatever identity the browser holds at the provider to the signed-in user.
+    cookieGuard: 'sideEffect',
   },
   {
     method: 'DELETE',
