@@ -442,6 +442,9 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     try {
       const res = await withCookie(`__Host-authgate-session=${'c'.repeat(43)}`, 'GET', '/me')
       assert.equal(res.statusCode, 503)
+      const session = await withCookie(`__Host-authgate-session=${'c'.repeat(43)}`, 'GET', '/auth/session')
+      assert.equal(session.statusCode, 503)
+      assert.equal(session.json().error_code, 'session_store_unavailable')
     } finally {
       store.get = get
     }

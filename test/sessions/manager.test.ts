@@ -353,6 +353,11 @@ describe('CookieSessions', () => {
       sessions.use(created.id, context, { revalidate: true }),
       (err: unknown) => (err as AuthgateError).code === 'over_request_rate_limit',
     )
+    fake.handler = (req) => req.socket.destroy()
+    await assert.rejects(
+      sessions.use(created.id, context, { revalidate: true }),
+      (err: unknown) => (err as AuthgateError).code === 'backend_unreachable',
+    )
     assert.ok(await sessions.load(created.id), 'not ended by a failure to ask')
     fake.handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('not json')
     assert.deepEqual((await sessions.use(created.id, context, { revalidate: true }))?.session.user, { id: 'u1' })
