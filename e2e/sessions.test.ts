@@ -323,7 +323,7 @@ describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMis
     assert.match(String(chain.id), /^[A-Za-z0-9]{20,}$/)
     for (const [status, body] of [chain.details, chain.consent]) {
       assert.equal(status, 403, body)
-      assert.equal((JSON.parse(body) as { error_code: string }).error_code, 'cookie_consent_refused')
+      assert.equal((JSON.parse(body) as { error_code: string }).error_code, 'session_cookie_refused')
       assert.doesNotMatch(body, /code=|redirect_url/)
     }
   })
@@ -746,5 +746,45 @@ describe('signed out elsewhere: the cookie session ends here too', { skip: backe
       assert.match(ended.headers.get('set-cookie') ?? '', /Max-Age=0/)
       assert.equal(await stored(cookie), undefined)
     }
+  })
+})
+
+describe('identity linking with the cookie leads only to a cookie', { skip: backendMissing }, () => {
+  let stack: Stack
+
+  before(async () => {
+    stack = await startStack({
+      database: 'authgate_e2e_sessions_linking',
+      sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }] },
+      extraEnv: { GOTRUE_SECURITY_MANUAL_LINKING_ENABLED: 'true' },
+    })
+  })
+  after(() => stack?.stop())
+
+  it('without PKCE it is refused before Supabase Auth; with PKCE Supabase Auth starts it', async () => {
+    const up = await fetch(`${stack.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `linking-${Date.now()}@example.com`, password: PASSWORD }),
+    })
+    assert.equal(up.status, 200, await up.text())
+    const cookie = up.headers.get('set-cookie')!.split(';')[0]!
+    const headers = { cookie, 'sec-fetch-site': 'same-origin' }
+    const implicit = await fetch(
+      `${stack.url}/auth/user/identities/authorize?provider=github&skip_http_redirect=true`,
+      {
+        headers,
+      },
+    )
+    assert.equal(implicit.status, 403)
+    assert.equal(((await implicit.json()) as { error_code: string }).error_code, 'session_cookie_refused')
+    const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')
+    const pkce = await fetch(
+      `${stack.url}/auth/user/identities/authorize?provider=github&skip_http_redirect=true&code_challenge=${challenge}&code_challenge_method=s256`,
+      { headers },
+    )
+    const text = await pkce.text()
+    assert.equal(pkce.status, 200, text)
+    assert.match((JSON.parse(text) as { url: string }).url, /^https:\/\/github\.com\/login\/oauth\/authorize\?/)
   })
 })

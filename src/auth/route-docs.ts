@@ -108,7 +108,7 @@ export function errorCodes(route: AuthRoute, limited: boolean, cookieSessions = 
   if (cookieSessions && (route.bearer || route.session !== undefined)) {
     gateway('cross_site_request')
     gateway('session_store_unavailable')
-    if (route.cookieGuard === 'consent') gateway('cookie_consent_refused')
+    if (route.cookieGuard === 'consent' || route.cookieGuard === 'pkce') gateway('session_cookie_refused')
   }
   gateway('unexpected_failure')
   gateway('backend_unreachable')

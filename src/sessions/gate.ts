@@ -38,6 +38,13 @@ export interface ForwardAdditions {
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' })[c]!)
 
+/** A query parameter as Supabase Auth reads it (Go's `Query().Get`: the first value). */
+const firstQueryValue = (request: FastifyRequest, name: string): string | null => {
+  const target = request.raw.url ?? ''
+  const q = target.indexOf('?')
+  return q === -1 ? null : new URLSearchParams(target.slice(q + 1)).get(name)
+}
+
 const hasBearer = (request: FastifyRequest) => {
   const h = request.headers.authorization
   return h !== undefined && h !== ''
@@ -89,7 +96,15 @@ export class SessionGate {
     // A consent's code trades for tokens at /oauth/token, which answers them to whoever asks: page
     // script holding only the cookie would get tokens it can carry elsewhere.
     if (use.guard === 'consent' && config.oauthConsentMs === undefined)
-      return this.#refuseConsent(request, reply, 'AUTHGATE_SESSION_OAUTH_CONSENT is off')
+      return this.#refuse(request, reply, 'AUTHGATE_SESSION_OAUTH_CONSENT is off')
+    // A linking flow ends in a new session of the user: without PKCE in a redirect with its tokens
+    // in the fragment; with PKCE in a code that POST /token exchanges, for the cookie only in `on` mode.
+    if (use.guard === 'pkce') {
+      if (config.mode !== 'on')
+        return this.#refuse(request, reply, 'in `request` mode identity linking does not take the session cookie')
+      if (!firstQueryValue(request, 'code_challenge'))
+        return this.#refuse(request, reply, 'identity linking with the session cookie needs PKCE (code_challenge)')
+    }
     let session: ActiveSession | undefined
     try {
       session = await this.sessions.use(
@@ -109,7 +124,7 @@ export class SessionGate {
     if (use.guard === 'consent' && !isSameOriginNavigation(request)) {
       const age = this.sessions.now() - session.session.createdAt
       if (age > config.oauthConsentMs!)
-        return this.#refuseConsent(
+        return this.#refuse(
           request,
           reply,
           `the session was signed in ${Math.round(age / 1000)} s ago, longer than AUTHGATE_SESSION_OAUTH_CONSENT allows, and this is not a same-origin navigation`,
@@ -118,9 +133,9 @@ export class SessionGate {
     return { session }
   }
 
-  #refuseConsent(request: FastifyRequest, reply: FastifyReply, reason: string): { answered: FastifyReply } {
-    request.log.warn({ reason }, 'cookie session: an OAuth consent with the session cookie refused')
-    return { answered: sendError(request, reply, 'cookie_consent_refused', `Forbidden: ${reason}`) }
+  #refuse(request: FastifyRequest, reply: FastifyReply, reason: string): { answered: FastifyReply } {
+    request.log.warn({ reason }, 'cookie session: a request that would trade the cookie for tokens refused')
+    return { answered: sendError(request, reply, 'session_cookie_refused', `Forbidden: ${reason}`) }
   }
 
   /** For a mounted route: the cookie's bearer where the route needs one, and the rewrite of session answers. */

@@ -284,7 +284,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     h.backend.requests.length = 0
     const details = await withCookie(cookie, 'GET', `/auth/oauth/authorizations/${AUTHORIZATION}`, NAVIGATION)
     assert.equal(details.statusCode, 403)
-    assert.equal(details.json().error_code, 'cookie_consent_refused')
+    assert.equal(details.json().error_code, 'session_cookie_refused')
     assert.match(details.json().msg, /AUTHGATE_SESSION_OAUTH_CONSENT is off/)
     const consent = await h.app.inject({
       method: 'POST',
@@ -293,7 +293,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
       payload: '{"action":"approve"}',
     })
     assert.equal(consent.statusCode, 403)
-    assert.equal(consent.json().error_code, 'cookie_consent_refused')
+    assert.equal(consent.json().error_code, 'session_cookie_refused')
     assert.equal(h.backend.requests.length, 0)
     // A consent page with the user's own bearer (not cookie mode) is forwarded as before.
     const own = await withCookie(cookie, 'GET', `/auth/oauth/authorizations/${AUTHORIZATION}`, {
@@ -302,6 +302,19 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.equal(own.json().authorization, 'Bearer mine')
     // The grants of the user stay readable with the cookie: they carry no code.
     assert.equal((await withCookie(cookie, 'GET', '/auth/user/oauth/grants')).statusCode, 200)
+  })
+
+  it('request mode: identity linking does not take the cookie (its code could be exchanged for tokens)', async () => {
+    const cookie = await signedIn()
+    h.backend.requests.length = 0
+    const url = '/auth/user/identities/authorize?provider=github&code_challenge=abc&code_challenge_method=s256'
+    const res = await withCookie(cookie, 'GET', url, { 'sec-fetch-site': 'same-origin' })
+    assert.equal(res.statusCode, 403)
+    assert.equal(res.json().error_code, 'session_cookie_refused')
+    assert.match(res.json().msg, /request` mode/)
+    assert.equal(h.backend.requests.length, 0)
+    const bearer = await withCookie(cookie, 'GET', url, { authorization: 'Bearer mine' })
+    assert.equal(bearer.json().authorization, 'Bearer mine')
   })
 
   it('signed out elsewhere: a forwarded session_not_found ends the session here at once', async () => {
@@ -606,7 +619,7 @@ describe('cookie sessions with AUTHGATE_SESSION_OAUTH_CONSENT set (a consent pag
     await later(sessions, 301_000, async () => {
       const old = await details(fetched)
       assert.equal(old.statusCode, 403)
-      assert.equal(old.json().error_code, 'cookie_consent_refused')
+      assert.equal(old.json().error_code, 'session_cookie_refused')
       assert.equal((await consent()).statusCode, 403)
       assert.equal((await details(NAVIGATION)).statusCode, 200)
       // Into a frame, its parent page could read the answer.
@@ -616,12 +629,48 @@ describe('cookie sessions with AUTHGATE_SESSION_OAUTH_CONSENT set (a consent pag
     assert.equal((await details({ 'sec-fetch-site': 'cross-site' })).json().error_code, 'cross_site_request')
   })
 
+  it('on mode: identity linking with the cookie only with PKCE, whose code then becomes a cookie', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"access_token":"a","refresh_token":"r","expires_in":3600,"user":{"id":"u"}}')
+    }
+    const signIn = await h.app.inject({
+      method: 'POST',
+      url: '/auth/token?grant_type=password',
+      headers: { 'content-type': 'application/json', host: HOST },
+      payload: '{"email":"a@example.com","password":"secret123"}',
+    })
+    const cookie = cookieOf(signIn).split(';')[0]!
+    h.backend.handler = (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ authorization: req.headers.authorization ?? null }))
+    }
+    h.backend.requests.length = 0
+    const link = (query: string) =>
+      h.app.inject({
+        method: 'GET',
+        url: `/auth/user/identities/authorize?provider=github${query}`,
+        headers: { host: HOST, cookie, 'sec-fetch-site': 'same-origin' },
+      })
+    // Supabase Auth reads the first value: an empty first one is no PKCE.
+    for (const query of ['', '&code_challenge=', '&code_challenge=&code_challenge=abc&code_challenge_method=s256']) {
+      const refused = await link(query)
+      assert.equal(refused.statusCode, 403, query)
+      assert.match(refused.json().msg, /needs PKCE/)
+    }
+    assert.equal(h.backend.requests.length, 0)
+    const pkce = await link('&code_challenge=abc&code_challenge_method=s256')
+    assert.equal(pkce.json().authorization, 'Bearer a')
+  })
+
   it('the document names the refusal on the consent routes', async () => {
     const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
       paths: Record<string, Record<string, { responses: Record<string, unknown> }>>
     }
     const consent = doc.paths['/auth/oauth/authorizations/{authorization_id}/consent']!.post!
-    assert.match(JSON.stringify(consent.responses['403']), /cookie_consent_refused/)
-    assert.doesNotMatch(JSON.stringify(doc.paths['/auth/user']!.get!.responses['403']), /cookie_consent_refused/)
+    assert.match(JSON.stringify(consent.responses['403']), /session_cookie_refused/)
+    const link = doc.paths['/auth/user/identities/authorize']!.get!
+    assert.match(JSON.stringify(link.responses['403']), /session_cookie_refused/)
+    assert.doesNotMatch(JSON.stringify(doc.paths['/auth/user']!.get!.responses['403']), /session_cookie_refused/)
   })
 })
