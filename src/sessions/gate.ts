@@ -71,9 +71,10 @@ export class SessionGate {
 
   /**
    * The session of the request's cookie, for a request without its own bearer: checked against
-   * cross-site use for unsafe methods and GETs that change something (403), refused on the OAuth
-   * consent routes unless allowed (403), refreshed when due, confirmed with Supabase Auth when
-   * asked and due. An ended session clears the cookie and counts as none.
+   * cross-site use for unsafe methods and GETs that change something (403), refused where it would
+   * trade for tokens the page could read (the route table's `consent` and `pkce` guards: 403),
+   * refreshed when due, confirmed with Supabase Auth when asked and due. An ended session clears the
+   * cookie and counts as none.
    */
   async authenticate(
     request: FastifyRequest,

@@ -77,7 +77,7 @@ export class CookieSessions {
   readonly #cipher: SessionCipher
   readonly #backend: SupabaseAuthClient
   readonly #log: FastifyBaseLogger
-  readonly now: () => number
+  readonly #now: () => number
   readonly #lockMs: number
   readonly #lockRenewMs: number
   readonly #inflight = new Map<string, Promise<ActiveSession | undefined>>()
@@ -94,9 +94,14 @@ export class CookieSessions {
     this.#cipher = new SessionCipher(options.config.keys)
     this.#backend = options.backend
     this.#log = options.log
-    this.now = options.now ?? Date.now
+    this.#now = options.now ?? (() => Date.now())
     this.#lockMs = options.backend.options.timeoutMs + LOCK_MARGIN_MS
     this.#lockRenewMs = options.lockRenewMs ?? Math.floor(this.#lockMs / 3)
+  }
+
+  /** The clock sessions are timed by (ms). */
+  now(): number {
+    return this.#now()
   }
 
   /** How long the session's lock is taken for (and renewed for while held). */
@@ -109,7 +114,7 @@ export class CookieSessions {
     return sessionCookie(
       { name: this.config.cookieName, secure: this.config.secure },
       active.id,
-      Math.round((active.session.endsAt - this.now()) / 1000),
+      Math.round((active.session.endsAt - this.#now()) / 1000),
     )
   }
 
@@ -120,7 +125,7 @@ export class CookieSessions {
 
   /** Stores a new session for the tokens of a session answer. */
   async create(tokens: SessionTokens): Promise<ActiveSession> {
-    const now = this.now()
+    const now = this.#now()
     const id = newSessionId()
     const handle = sessionHandle(id)
     const session: StoredSession = {
@@ -164,7 +169,7 @@ export class CookieSessions {
       )
     }
     const last = this.#touched.get(active.handle)
-    const now = this.now()
+    const now = this.#now()
     if (last === undefined || now - last >= TOUCH_EVERY_MS) {
       this.#touched.delete(active.handle)
       if (this.#touched.size >= 10_000) this.#touched.delete(this.#touched.keys().next().value!)
@@ -214,18 +219,18 @@ export class CookieSessions {
 
   /** Not confirmed by Supabase Auth for longer than AUTHGATE_SESSION_REVALIDATE. */
   #unconfirmed(session: StoredSession): boolean {
-    return this.now() - (session.checkedAt ?? session.storedAt) >= this.config.revalidateMs
+    return this.#now() - (session.checkedAt ?? session.storedAt) >= this.config.revalidateMs
   }
 
   /** Due for a refresh: less than a quarter of the token's life (at most 30 s) left. */
   #due(session: StoredSession): boolean {
     const expiresAtMs = session.expiresAt * 1000
     const margin = Math.min(30_000, Math.max(0, (expiresAtMs - session.storedAt) / 4))
-    return this.now() >= expiresAtMs - margin
+    return this.#now() >= expiresAtMs - margin
   }
 
   #ttl(session: StoredSession): number {
-    return Math.min(this.config.idleTimeoutMs, session.endsAt - this.now())
+    return Math.min(this.config.idleTimeoutMs, session.endsAt - this.#now())
   }
 
   async #write(handle: string, session: StoredSession): Promise<void> {
@@ -246,7 +251,7 @@ export class CookieSessions {
       return undefined
     }
     const session = JSON.parse(plain) as StoredSession
-    if (session.endsAt <= this.now()) {
+    if (session.endsAt <= this.#now()) {
       await this.end(handle)
       return undefined
     }
@@ -279,7 +284,7 @@ export class CookieSessions {
     work: (current: ActiveSession) => Promise<ActiveSession | undefined>,
   ): Promise<ActiveSession | undefined> {
     const lockMs = this.#lockMs
-    const deadline = this.now() + lockMs + this.#backend.options.timeoutMs
+    const deadline = this.#now() + lockMs + this.#backend.options.timeoutMs
     for (;;) {
       const token = await this.#guard(() => this.store.lock(stale.handle, lockMs))
       if (token !== undefined) {
@@ -299,7 +304,7 @@ export class CookieSessions {
       const current = await this.#read(stale.handle)
       if (current === undefined) return undefined
       if (settled(current)) return { ...stale, session: current }
-      if (this.now() > deadline) throw new AuthgateError('request_timeout')
+      if (this.#now() > deadline) throw new AuthgateError('request_timeout')
     }
   }
 
@@ -334,7 +339,7 @@ export class CookieSessions {
       } catch {
         // The user as stored.
       }
-      const session: StoredSession = { ...active.session, user, checkedAt: this.now() }
+      const session: StoredSession = { ...active.session, user, checkedAt: this.#now() }
       await this.#write(active.handle, session)
       return { ...active, session }
     }
@@ -395,12 +400,12 @@ export class CookieSessions {
       throw new AuthgateError(timeout ? 'request_timeout' : 'backend_unreachable', undefined, { cause: err })
     }
     if (response.status === 200) {
-      const split = splitSessionAnswer(body, this.now())
+      const split = splitSessionAnswer(body, this.#now())
       if (split === undefined) {
         this.#log.error('cookie session: Supabase Auth answered a refresh without tokens')
         throw new AuthgateError('unexpected_failure')
       }
-      const now = this.now()
+      const now = this.#now()
       const session: StoredSession = { ...active.session, ...split.tokens, storedAt: now, checkedAt: now }
       await this.#write(active.handle, session)
       return { ...active, session }

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, beforeEach, describe, it } from 'node:test'
+import { after, before, beforeEach, describe, it, mock } from 'node:test'
 import { SignJWT } from 'jose'
 import type { LightMyRequestResponse } from 'fastify'
 import { defineRoute } from '../../src/routes-dsl/define-route.ts'
 import { sessionHandle } from '../../src/sessions/crypto.ts'
 import { MemorySessionStore } from '../../src/sessions/memory-store.ts'
-import type { CookieSessions } from '../../src/sessions/manager.ts'
 import { buildApp } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
@@ -34,14 +33,13 @@ const NAVIGATION = { 'sec-fetch-mode': 'navigate', 'sec-fetch-site': 'same-origi
 const SESSION_NOT_FOUND =
   '{"code":403,"error_code":"session_not_found","msg":"Session from session_id claim in JWT does not exist"}'
 
-/** Moves the clock of the cookie sessions `ms` ahead for the duration of `run`. */
-async function later<T>(sessions: CookieSessions, ms: number, run: () => Promise<T>): Promise<T> {
-  const own = sessions.now
-  Object.assign(sessions, { now: () => own() + ms })
+/** Runs `run` with the clock `ms` ahead (Date only: timers, sockets and the store's TTLs stay real). */
+async function later<T>(ms: number, run: () => Promise<T>): Promise<T> {
+  mock.timers.enable({ apis: ['Date'], now: Date.now() + ms })
   try {
     return await run()
   } finally {
-    Object.assign(sessions, { now: own })
+    mock.timers.reset()
   }
 }
 
@@ -349,7 +347,6 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
   })
 
   it('signed out elsewhere: once AUTHGATE_SESSION_REVALIDATE has passed, the protected route and /session ask first', async () => {
-    const sessions = h.app.authgateSessions!.sessions
     const ordinary = h.backend.handler
     for (const path of ['/me', '/auth/session']) {
       h.backend.handler = ordinary
@@ -361,7 +358,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
       assert.equal(user().length, 0)
       h.backend.handler = (_req, res) =>
         res.writeHead(403, { 'content-type': 'application/json' }).end(SESSION_NOT_FOUND)
-      const res = await later(sessions, 61_000, () => withCookie(cookie, 'GET', path))
+      const res = await later(61_000, () => withCookie(cookie, 'GET', path))
       assert.equal(res.statusCode, 401, res.body)
       assert.match(cookieOf(res), /Max-Age=0/)
       assert.equal(user().length, 1)
@@ -615,8 +612,7 @@ describe('cookie sessions with AUTHGATE_SESSION_OAUTH_CONSENT set (a consent pag
     const fetched = { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty' }
     assert.equal((await details(fetched)).json().authorization, 'Bearer a')
     assert.equal((await consent()).statusCode, 200)
-    const sessions = h.app.authgateSessions!.sessions
-    await later(sessions, 301_000, async () => {
+    await later(301_000, async () => {
       const old = await details(fetched)
       assert.equal(old.statusCode, 403)
       assert.equal(old.json().error_code, 'session_cookie_refused')
