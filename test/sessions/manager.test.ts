@@ -372,6 +372,26 @@ describe('CookieSessions', () => {
     assert.equal(await store.get(created.handle), undefined)
   })
 
+  it('revalidation on two replicas of one store: one GET /user, the other waits for the record', async () => {
+    const store = new MemorySessionStore({ now: () => now })
+    const [a, b] = [make(store), make(store)]
+    const created = await a.create(tokens(Math.floor(now / 1000) + 3600))
+    fake.handler = (_req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end('{"id":"u1","checked":true}')
+      }, 80)
+    }
+    now += 61_000
+    const used = await Promise.all([
+      ...Array.from({ length: 3 }, () => a.use(created.id, context, { revalidate: true })),
+      ...Array.from({ length: 3 }, () => b.use(created.id, context, { revalidate: true })),
+    ])
+    assert.equal(fake.requests.length, 1)
+    assert.equal(a.revalidations + b.revalidations, 1)
+    for (const u of used) assert.deepEqual(u?.session.user, { id: 'u1', checked: true })
+  })
+
   it('a refresh confirms the session: no GET /user right after it', async () => {
     const sessions = make()
     const created = await sessions.create(tokens())
