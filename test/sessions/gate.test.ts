@@ -494,6 +494,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.match(JSON.stringify(token.responses['200']), /CookieSessionResponse/)
     assert.match(JSON.stringify(token.responses['403']), /cross_site_request/)
     assert.ok(doc.paths['/notes']!.post!.responses['403'])
+    for (const status of ['502', '503', '504']) assert.ok(doc.paths['/me']!.get!.responses[status], status)
   })
 })
 
