@@ -91,8 +91,11 @@ async function tokenRequests(backend: SupabaseAuthServer): Promise<number> {
 async function startOtherSite(target: string): Promise<{ server: Server; origin: string }> {
   const form = (action: string) =>
     `<!doctype html><form method="post" action="${target}${action}"><input name="x" value="1"></form><script>document.forms[0].submit()</script>`
+  // A link followed from this site: a top-level GET navigation, which carries a SameSite=Lax cookie.
+  const navigation = (path: string) => `<!doctype html><script>location = ${JSON.stringify(target + path)}</script>`
   const server = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    if (req.url === '/reauthenticate') return void res.end(navigation('/auth/reauthenticate'))
     res.end(form(req.url === '/logout' ? '/auth/logout' : '/api/notes'))
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -247,6 +250,84 @@ describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMis
     assert.equal(own.status, 200, own.body)
   })
 
+  it('a link from another origin to GET /auth/reauthenticate gets 403: no code is sent', async () => {
+    const attacker = await context.newPage()
+    try {
+      const answer = attacker.waitForResponse((r) => r.url().startsWith(`${origin}/auth/reauthenticate`))
+      await attacker.goto(`${other.origin}/reauthenticate`)
+      const response = await answer
+      assert.equal(response.status(), 403)
+      assert.equal(response.headers()['x-sb-error-code'], 'cross_site_request')
+    } finally {
+      await attacker.close()
+    }
+    await afterBackendLogged(
+      backend.logs,
+      (r) => r.path === '/settings',
+      async () => {
+        const res = await fetch(`${backend.url}/settings`)
+        await res.body?.cancel()
+      },
+    )
+    assert.equal(
+      loggedRequests(backend.logs()).filter((r) => r.path === '/reauthenticate').length,
+      0,
+      "Supabase Auth's log: no /reauthenticate",
+    )
+  })
+
+  it('page script holding only the cookie cannot mint tokens through the OAuth 2.1 server', async () => {
+    // The chain a script injected into the page would follow: register a public client, start an
+    // authorization with PKCE, read the authorization id off the redirect, then consent with the cookie.
+    const chain = (await page.evaluate(async () => {
+      const json = { 'content-type': 'application/json' }
+      const register = await fetch('/auth/oauth/clients/register', {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({
+          client_name: 'injected',
+          redirect_uris: ['http://localhost:3000/cb'],
+          token_endpoint_auth_method: 'none',
+        }),
+      })
+      const client = (await register.json()) as { client_id: string }
+      const verifier = 'v'.repeat(64)
+      const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))
+      const challenge = btoa(String.fromCharCode(...new Uint8Array(digest)))
+        .replace(/\+/g, '-')
+        .replace(/\//g, '_')
+        .replace(/=+$/, '')
+      const query = new URLSearchParams({
+        client_id: client.client_id,
+        redirect_uri: 'http://localhost:3000/cb',
+        response_type: 'code',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      })
+      const authorize = await fetch(`/auth/oauth/authorize?${query}`)
+      const id = new URL(authorize.url).searchParams.get('authorization_id')
+      const details = await fetch(`/auth/oauth/authorizations/${id}`)
+      const consent = await fetch(`/auth/oauth/authorizations/${id}/consent`, {
+        method: 'POST',
+        headers: json,
+        body: '{"action":"approve"}',
+      })
+      return {
+        register: register.status,
+        id,
+        details: [details.status, await details.text()],
+        consent: [consent.status, await consent.text()],
+      }
+    })) as { register: number; id: string | null; details: [number, string]; consent: [number, string] }
+    assert.equal(chain.register, 201)
+    assert.match(String(chain.id), /^[A-Za-z0-9]{20,}$/)
+    for (const [status, body] of [chain.details, chain.consent]) {
+      assert.equal(status, 403, body)
+      assert.equal((JSON.parse(body) as { error_code: string }).error_code, 'session_cookie_refused')
+      assert.doesNotMatch(body, /code=|redirect_url/)
+    }
+  })
+
   it('sign-out revokes the session at Supabase Auth, forgets it and clears the cookie', async () => {
     const before = await stored()
     assert.ok(before)
@@ -267,7 +348,8 @@ describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMis
 
   it('no JSON answer the page saw carried a token', () => {
     assert.ok(seen.length >= 5)
-    for (const text of seen) assert.doesNotMatch(text, /access_token|refresh_token/)
+    // As fields: an OAuth client's registration names the `refresh_token` grant type.
+    for (const text of seen) assert.doesNotMatch(text, /"(access|refresh)_token"\s*:/)
   })
 })
 
@@ -566,5 +648,143 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
     const user = await fetch(`${stack.url}/auth/user`, { headers: { cookie: verified.cookie } })
     assert.equal(user.status, 200)
     assert.equal(((await user.json()) as { factors: Array<{ status: string }> }).factors[0]?.status, 'verified')
+  })
+})
+
+describe('signed out elsewhere: the cookie session ends here too', { skip: backendMissing }, () => {
+  let backend: SupabaseAuthServer
+  let gateway: Gateway
+  const email = `elsewhere-${Date.now()}@example.com`
+  /** Short, so that the test sees the protected route ask Supabase Auth; the default is a minute. */
+  const REVALIDATE_MS = 1000
+
+  before(async () => {
+    const reservation = await reservePort()
+    const publicUrl = `http://localhost:${reservation.port}/auth`
+    backend = await startSupabaseAuth({ publicUrl, database: 'authgate_e2e_sessions_elsewhere' })
+    await reservation.release()
+    gateway = await startGateway(backend, {
+      port: reservation.port,
+      prefix: '/auth',
+      sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }], revalidateMs: REVALIDATE_MS },
+      protect: { issuer: publicUrl },
+      beforeListen: appRoutes,
+    })
+    const up = await fetch(`${gateway.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    assert.equal(up.status, 200, await up.text())
+  })
+
+  after(async () => {
+    try {
+      await gateway?.close()
+    } finally {
+      await backend?.stop()
+    }
+  })
+
+  /** A cookie session signed in through authgate. */
+  async function cookieSession(): Promise<string> {
+    const res = await fetch(`${gateway.url}/auth/token?grant_type=password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    assert.equal(res.status, 200, await res.text())
+    return res.headers.get('set-cookie')!.split(';')[0]!
+  }
+
+  /** Another device signs in and signs every session of the user out (`scope=global`). */
+  async function globalSignOutElsewhere(): Promise<void> {
+    const other = await fetch(`${backend.url}/token?grant_type=password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    const { access_token } = (await other.json()) as { access_token: string }
+    const out = await fetch(`${backend.url}/logout?scope=global`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${access_token}` },
+    })
+    assert.equal(out.status, 204)
+  }
+
+  const get = (cookie: string, path: string) => fetch(`${gateway.url}${path}`, { headers: { cookie } })
+  const stored = (cookie: string) => gateway.app.authgate.sessions!.sessions.load(cookie.split('=')[1]!)
+
+  it('a forwarded request answered session_not_found ends the session at once', async () => {
+    const cookie = await cookieSession()
+    assert.equal((await get(cookie, '/auth/user')).status, 200)
+    await globalSignOutElsewhere()
+    const user = await get(cookie, '/auth/user')
+    assert.equal(user.status, 403)
+    assert.equal(((await user.json()) as { error_code: string }).error_code, 'session_not_found')
+    assert.match(user.headers.get('set-cookie') ?? '', /^__Host-authgate-session=; .*Max-Age=0/)
+    assert.equal(await stored(cookie), undefined)
+    const session = await get(cookie, '/auth/session')
+    assert.equal(session.status, 401)
+    await session.body?.cancel()
+    const me = await get(cookie, '/api/me')
+    assert.equal(me.status, 401)
+    await me.body?.cancel()
+  })
+
+  it("the application's protected route and /session ask Supabase Auth once the interval has passed", async () => {
+    for (const path of ['/api/me', '/auth/session']) {
+      const cookie = await cookieSession()
+      const ok = await get(cookie, path)
+      assert.equal(ok.status, 200, path)
+      await ok.body?.cancel()
+      await globalSignOutElsewhere()
+      await sleep(REVALIDATE_MS + 100)
+      const ended = await get(cookie, path)
+      assert.equal(ended.status, 401, path)
+      await ended.body?.cancel()
+      assert.match(ended.headers.get('set-cookie') ?? '', /Max-Age=0/)
+      assert.equal(await stored(cookie), undefined)
+    }
+  })
+})
+
+describe('identity linking with the cookie leads only to a cookie', { skip: backendMissing }, () => {
+  let stack: Stack
+
+  before(async () => {
+    stack = await startStack({
+      database: 'authgate_e2e_sessions_linking',
+      sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }] },
+      extraEnv: { GOTRUE_SECURITY_MANUAL_LINKING_ENABLED: 'true' },
+    })
+  })
+  after(() => stack?.stop())
+
+  it('without PKCE it is refused before Supabase Auth; with PKCE Supabase Auth starts it', async () => {
+    const up = await fetch(`${stack.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `linking-${Date.now()}@example.com`, password: PASSWORD }),
+    })
+    assert.equal(up.status, 200, await up.text())
+    const cookie = up.headers.get('set-cookie')!.split(';')[0]!
+    const headers = { cookie, 'sec-fetch-site': 'same-origin' }
+    const implicit = await fetch(
+      `${stack.url}/auth/user/identities/authorize?provider=github&skip_http_redirect=true`,
+      {
+        headers,
+      },
+    )
+    assert.equal(implicit.status, 403)
+    assert.equal(((await implicit.json()) as { error_code: string }).error_code, 'session_cookie_refused')
+    const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')
+    const pkce = await fetch(
+      `${stack.url}/auth/user/identities/authorize?provider=github&skip_http_redirect=true&code_challenge=${challenge}&code_challenge_method=s256`,
+      { headers },
+    )
+    const text = await pkce.text()
+    assert.equal(pkce.status, 200, text)
+    assert.match((JSON.parse(text) as { url: string }).url, /^https:\/\/github\.com\/login\/oauth\/authorize\?/)
   })
 })

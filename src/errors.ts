@@ -31,6 +31,11 @@ export const ERRORS = {
     status: 403,
     message: 'A request authenticated by the session cookie must come from an allowed origin',
   },
+  // The route would trade the cookie for tokens the page could read (docs/sessions.md).
+  session_cookie_refused: {
+    status: 403,
+    message: 'This route does not take the session cookie here: it would lead to tokens the page could read',
+  },
   session_store_unavailable: { status: 503, message: 'The session store could not be reached' },
   backend_unreachable: { status: 502, message: 'The authentication backend could not be reached' },
   // An answer authgate must read (a session answer, a mended one) in a coding it cannot undo.

@@ -108,6 +108,7 @@ export function errorCodes(route: AuthRoute, limited: boolean, cookieSessions = 
   if (cookieSessions && (route.bearer || route.session !== undefined)) {
     gateway('cross_site_request')
     gateway('session_store_unavailable')
+    if (route.cookieGuard === 'consent' || route.cookieGuard === 'pkce') gateway('session_cookie_refused')
   }
   // An answer authgate reads itself and cannot decode is refused (src/core/held-answer.ts).
   if (route.mend !== undefined || (cookieSessions && route.session !== undefined)) gateway('backend_unreadable')

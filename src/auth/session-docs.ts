@@ -55,16 +55,29 @@ export function sessionRouteSchema(): Record<string, unknown> {
     tags: ['Auth'],
     summary: 'The signed-in user of the session cookie',
     description:
-      'Cookie sessions (docs/sessions.md): the user of the session the HttpOnly cookie names, and when it ends. A page asks this to know who is signed in; no token is ever answered.\n\n**Error answers**\n\n| Status | Error codes |\n| --- | --- |\n| 401 | `no_session` |\n| 503 | `session_store_unavailable` |',
+      'Cookie sessions (docs/sessions.md): the user of the session the HttpOnly cookie names, and when it ends. A page asks this to know who is signed in; no token is ever answered.\n\n**Error answers**\n\n| Status | Error codes |\n| --- | --- |\n| 401 | `no_session` |\n| 502 | `backend_unreachable` |\n| 503 | `session_store_unavailable` |\n| 504 | `request_timeout` |\n\nA session not confirmed by Supabase Auth for longer than AUTHGATE_SESSION_REVALIDATE is confirmed first (`GET /user`), and refreshed when its access token expires soon: a session signed out elsewhere answers 401 here.',
     security: [],
     response: {
       200: { description: 'The signed-in user and when the session ends', ...json(SessionStatusResponse) },
       401: { description: 'No session cookie, or its session has ended (`no_session`)', ...json(ErrorSchema) },
+      502: {
+        description: 'Supabase Auth could not be reached to refresh or confirm the session (`backend_unreachable`)',
+        ...json(ErrorSchema),
+      },
       503: {
         description: 'The session store could not be reached (`session_store_unavailable`)',
         ...json(ErrorSchema),
       },
+      504: {
+        description: 'Supabase Auth did not answer in time (`request_timeout`)',
+        ...json(ErrorSchema),
+      },
     },
-    'x-error-codes': { '401': ['no_session'], '503': ['session_store_unavailable'] },
+    'x-error-codes': {
+      '401': ['no_session'],
+      '502': ['backend_unreachable'],
+      '503': ['session_store_unavailable'],
+      '504': ['request_timeout'],
+    },
   }
 }

@@ -390,7 +390,21 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Cookie sessions',
     defaultText: 'AUTHGATE_CORS_ORIGINS',
     meaning:
-      "origins besides the request's own that may send cookie-authenticated POST, PUT, PATCH and DELETE requests (others get 403)",
+      "origins besides the request's own that may send cookie-authenticated POST, PUT, PATCH and DELETE requests and GETs that change state (others get 403)",
+  },
+  {
+    name: 'AUTHGATE_SESSION_REVALIDATE',
+    group: 'Cookie sessions',
+    default: '1m',
+    meaning:
+      "longest a session goes unconfirmed by Supabase Auth before authgate asks again (one `GET /user` per session in use per interval) on the application's protected routes and `GET /session`; a session signed out elsewhere ends here within it",
+  },
+  {
+    name: 'AUTHGATE_SESSION_OAUTH_CONSENT',
+    group: 'Cookie sessions',
+    default: 'off',
+    meaning:
+      "`off`: the OAuth consent routes (`/oauth/authorizations/…`) refuse the session cookie (403); a duration (`5m`) lets a consent page that is not the application's take it from a session signed in at most that long ago, or on a same-origin top-level navigation",
   },
   {
     name: 'AUTHGATE_SESSION_COOKIE_NAME',

@@ -26,6 +26,17 @@ export interface SessionConfig {
   idleTimeoutMs: number
   /** Origins allowed to send cookie-authenticated unsafe requests, besides the request's own. */
   allowedOrigins: string[]
+  /**
+   * Longest time since Supabase Auth last confirmed a session (a refresh, or `GET /user`) before
+   * authgate asks again on a request that relies on it alone (the application's protected routes,
+   * `GET /session`): how long a session signed out elsewhere still reads as signed in here.
+   */
+  revalidateMs: number
+  /**
+   * The OAuth consent routes take the cookie only of a session signed in at most this long ago, or
+   * on a same-origin top-level navigation; undefined: never (the default).
+   */
+  oauthConsentMs: number | undefined
   /** Where sessions live: this process, or Redis (shared by replicas, kept across restarts). */
   store: { kind: 'memory'; maxEntries: number } | ({ kind: 'redis' } & RedisSettings)
 }
@@ -40,6 +51,9 @@ export interface SessionOptions {
   lifetimeMs?: number
   idleTimeoutMs?: number
   allowedOrigins?: string[]
+  revalidateMs?: number
+  /** Absent: the OAuth consent routes refuse the cookie. */
+  oauthConsentMs?: number
   store?: SessionConfig['store']
 }
 
@@ -68,6 +82,12 @@ export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAM
     options.idleTimeoutMs ?? parseDuration(names.idleTimeoutMs, settingValue({}, 'AUTHGATE_SESSION_IDLE_TIMEOUT')!)
   if (lifetimeMs < 60_000) throw new AuthgateConfigError(names.lifetimeMs, 'must be at least a minute')
   if (idleTimeoutMs < 60_000) throw new AuthgateConfigError(names.idleTimeoutMs, 'must be at least a minute')
+  const revalidateMs =
+    options.revalidateMs ?? parseDuration(names.revalidateMs, settingValue({}, 'AUTHGATE_SESSION_REVALIDATE')!)
+  if (revalidateMs < 1000) throw new AuthgateConfigError(names.revalidateMs, 'must be at least a second')
+  const oauthConsentMs = options.oauthConsentMs
+  if (oauthConsentMs !== undefined && !(oauthConsentMs > 0))
+    throw new AuthgateConfigError(names.oauthConsentMs, 'must be a positive duration')
   const allowedOrigins = options.allowedOrigins ?? []
   if (allowedOrigins.includes('*'))
     throw new AuthgateConfigError(names.allowedOrigins, 'cookie sessions need a list of origins, not `*`')
@@ -79,6 +99,8 @@ export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAM
     lifetimeMs,
     idleTimeoutMs,
     allowedOrigins,
+    revalidateMs,
+    oauthConsentMs,
     store: options.store ?? { kind: 'memory', maxEntries: 100_000 },
   }
 }
@@ -90,6 +112,8 @@ const OPTION_NAMES = {
   lifetimeMs: 'sessions.lifetimeMs',
   idleTimeoutMs: 'sessions.idleTimeoutMs',
   allowedOrigins: 'sessions.allowedOrigins',
+  revalidateMs: 'sessions.revalidateMs',
+  oauthConsentMs: 'sessions.oauthConsentMs',
 }
 
 const ENV_OPTION_NAMES = {
@@ -99,6 +123,8 @@ const ENV_OPTION_NAMES = {
   lifetimeMs: 'AUTHGATE_SESSION_LIFETIME',
   idleTimeoutMs: 'AUTHGATE_SESSION_IDLE_TIMEOUT',
   allowedOrigins: 'AUTHGATE_SESSION_ORIGINS',
+  revalidateMs: 'AUTHGATE_SESSION_REVALIDATE',
+  oauthConsentMs: 'AUTHGATE_SESSION_OAUTH_CONSENT',
 }
 
 /**
@@ -124,6 +150,7 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
   const allowedOrigins = originsRaw
     ? parseOrigins('AUTHGATE_SESSION_ORIGINS', originsRaw)
     : corsOrigins.filter((o) => o !== '*')
+  const consentRaw = setting('AUTHGATE_SESSION_OAUTH_CONSENT').trim()
   const storeKind = setting('AUTHGATE_SESSION_STORE').toLowerCase()
   let store: SessionConfig['store']
   if (storeKind === 'memory') store = { kind: 'memory', maxEntries: 100_000 }
@@ -151,6 +178,10 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
       lifetimeMs: parseDuration('AUTHGATE_SESSION_LIFETIME', setting('AUTHGATE_SESSION_LIFETIME')),
       idleTimeoutMs: parseDuration('AUTHGATE_SESSION_IDLE_TIMEOUT', setting('AUTHGATE_SESSION_IDLE_TIMEOUT')),
       allowedOrigins,
+      revalidateMs: parseDuration('AUTHGATE_SESSION_REVALIDATE', setting('AUTHGATE_SESSION_REVALIDATE')),
+      ...(consentRaw.toLowerCase() === 'off'
+        ? {}
+        : { oauthConsentMs: parseDuration('AUTHGATE_SESSION_OAUTH_CONSENT', consentRaw) }),
       store,
     },
     ENV_OPTION_NAMES,

@@ -26,3 +26,31 @@ export function crossSiteReason(request: FastifyRequest, allowed: readonly strin
     return `a ${String(site)} request may not use the session cookie`
   return undefined
 }
+
+/**
+ * The cross-site check of a cookie-authenticated GET that changes something (the route table's
+ * `cookieGuard`). A top-level navigation from another site carries a `SameSite=Lax` cookie and no
+ * `Origin`, and browsers leave `Origin` off same-origin GETs too: without one, `Sec-Fetch-Site` must
+ * say `same-origin`. A browser that sends neither cannot show where the request came from and is
+ * refused (the POST form of such a route is there for it).
+ */
+export function crossSiteGetReason(request: FastifyRequest, allowed: readonly string[]): string | undefined {
+  if (request.headers.origin !== undefined) return crossSiteReason(request, allowed)
+  const site = request.headers['sec-fetch-site']
+  if (site === 'same-origin') return undefined
+  if (site === undefined)
+    return 'a cookie-authenticated GET that changes state must carry Sec-Fetch-Site: same-origin or an allowed Origin'
+  return `a ${String(site)} GET that changes state may not use the session cookie`
+}
+
+/**
+ * Whether the request is a top-level navigation from a page of the same origin: the user followed
+ * a link or sent a form there, the answer replaced that page, and no script of another page
+ * received it. An iframe (`Sec-Fetch-Dest: iframe`) is not one: its parent could read it.
+ */
+export function isSameOriginNavigation(request: FastifyRequest): boolean {
+  const h = request.headers
+  return (
+    h['sec-fetch-mode'] === 'navigate' && h['sec-fetch-site'] === 'same-origin' && h['sec-fetch-dest'] === 'document'
+  )
+}

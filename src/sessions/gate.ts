@@ -1,24 +1,33 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { AuthgateError, sendError } from '../errors.ts'
-import { traceEvent } from '../core/trace-event.ts'
-import { clientIp } from '../proxy/client-ip.ts'
 import type { HeldAnswer } from '../core/held-answer.ts'
+import { traceEvent } from '../core/trace-event.ts'
+import { AuthgateError, sendError } from '../errors.ts'
+import { clientIp } from '../proxy/client-ip.ts'
 import type { AnswerRewrite } from '../proxy/relay.ts'
 import { splitSessionAnswer, splitSessionRedirect } from './answer.ts'
 import { SESSION_MODE_HEADER } from './config.ts'
 import { sessionIdFrom } from './cookie.ts'
 import { sessionHandle } from './crypto.ts'
-import { crossSiteReason, isUnsafeMethod } from './csrf.ts'
-import type { ActiveSession, CookieSessions, RequestContext } from './manager.ts'
+import { crossSiteGetReason, crossSiteReason, isSameOriginNavigation, isUnsafeMethod } from './csrf.ts'
+import { errorCodeOf, type ActiveSession, type CookieSessions, type RequestContext } from './manager.ts'
 
 /** What a request gets from its cookie: the session, or an answer already sent (refused). */
 export type CookieAuth = { session: ActiveSession } | { answered: FastifyReply } | undefined
 
-/** What the forwarder adds for a mounted route: the bearer of the cookie's session, an answer rewrite. */
-export interface ForwardAdditions {
-  headers?: Record<string, string>
-  rewrite?: AnswerRewrite
+/** What a request relies on the cookie for. */
+export interface CookieUse {
+  /** The route table's `cookieGuard` of a mounted route (src/auth/routes/entry.ts). */
+  guard?: SessionRouteTraits['cookieGuard']
+  /**
+   * Nothing else asks Supabase Auth about the session on this request: confirmed first when
+   * AUTHGATE_SESSION_REVALIDATE has passed (the application's routes; a mounted route's own answer
+   * says whether the session still exists).
+   */
+  revalidate: boolean
 }
+
+/** Supabase Auth's answers to a bearer whose session or user no longer exists (its `requireAuthentication`). */
+const ENDED_CODES = new Set(['session_not_found', 'user_not_found'])
 
 /** What the gate reads of a mounted route (src/auth/routes/entry.ts describes the fields). */
 export interface SessionRouteTraits {
@@ -26,11 +35,26 @@ export interface SessionRouteTraits {
   bearer?: boolean | undefined
   /** The route's answer starts a session, or its request ends one. */
   session?: 'issue' | 'signOut' | undefined
+  /** What the route needs besides the cookie to take it (a cross-site check, consent, PKCE). */
+  cookieGuard?: 'sideEffect' | 'consent' | 'pkce' | undefined
+}
+
+/** What the forwarder adds for a mounted route: the bearer of the cookie's session, an answer rewrite. */
+export interface ForwardAdditions {
+  headers?: Record<string, string>
+  rewrite?: AnswerRewrite
 }
 
 /** HTML escaping as Go's `http.Redirect` writes the location into its body. */
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' })[c]!)
+
+/** A query parameter as Supabase Auth reads it (Go's `Query().Get`: the first value). */
+const firstQueryValue = (request: FastifyRequest, name: string): string | null => {
+  const target = request.raw.url ?? ''
+  const q = target.indexOf('?')
+  return q === -1 ? null : new URLSearchParams(target.slice(q + 1)).get(name)
+}
 
 const hasBearer = (request: FastifyRequest) => {
   const h = request.headers.authorization
@@ -58,24 +82,45 @@ export class SessionGate {
 
   /**
    * The session of the request's cookie, for a request without its own bearer: checked against
-   * cross-site use for unsafe methods (403), refreshed when due. An ended session clears the
+   * cross-site use for unsafe methods and GETs that change something (403), refused where it would
+   * trade for tokens the page could read (the route table's `consent` and `pkce` guards: 403),
+   * refreshed when due, confirmed with Supabase Auth when asked and due. An ended session clears the
    * cookie and counts as none.
    */
-  async authenticate(request: FastifyRequest, reply: FastifyReply): Promise<CookieAuth> {
+  async authenticate(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    use: CookieUse = { revalidate: true },
+  ): Promise<CookieAuth> {
     if (hasBearer(request)) return undefined
-    const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
+    const config = this.sessions.config
+    const id = sessionIdFrom(request.headers.cookie, config.cookieName)
     if (id === undefined) return undefined
-    if (isUnsafeMethod(request.method)) {
-      const reason = crossSiteReason(request, this.sessions.config.allowedOrigins)
+    if (isUnsafeMethod(request.method) || use.guard !== undefined) {
+      const reason = isUnsafeMethod(request.method)
+        ? crossSiteReason(request, config.allowedOrigins)
+        : crossSiteGetReason(request, config.allowedOrigins)
       if (reason !== undefined) {
         request.log.warn({ origin: request.headers.origin, reason }, 'cookie session: cross-site request refused')
         traceEvent(request, 'session.cross_site_refused', { reason })
         return { answered: sendError(request, reply, 'cross_site_request', `Forbidden: ${reason}`) }
       }
     }
+    // A consent's code trades for tokens at /oauth/token, which answers them to whoever asks: page
+    // script holding only the cookie would get tokens it can carry elsewhere.
+    if (use.guard === 'consent' && config.oauthConsentMs === undefined)
+      return this.#refuse(request, reply, 'AUTHGATE_SESSION_OAUTH_CONSENT is off')
+    // A linking flow ends in a new session of the user: without PKCE in a redirect with its tokens
+    // in the fragment; with PKCE in a code that POST /token exchanges, for the cookie only in `on` mode.
+    if (use.guard === 'pkce') {
+      if (config.mode !== 'on')
+        return this.#refuse(request, reply, 'in `request` mode identity linking does not take the session cookie')
+      if (!firstQueryValue(request, 'code_challenge'))
+        return this.#refuse(request, reply, 'identity linking with the session cookie needs PKCE (code_challenge)')
+    }
     let session: ActiveSession | undefined
     try {
-      session = await this.sessions.use(id, this.#context(request))
+      session = await this.sessions.use(id, this.#context(request), { revalidate: use.revalidate })
     } catch (err) {
       // The store or the refresh failed: answered in our shape here, on any route (the application's too).
       if (err instanceof AuthgateError) return { answered: sendError(request, reply, err) }
@@ -87,7 +132,21 @@ export class SessionGate {
       return undefined
     }
     traceEvent(request, 'session.used', {})
+    if (use.guard === 'consent' && !isSameOriginNavigation(request)) {
+      const age = this.sessions.now() - session.session.createdAt
+      if (age > config.oauthConsentMs!)
+        return this.#refuse(
+          request,
+          reply,
+          `the session was signed in ${Math.round(age / 1000)} s ago, longer than AUTHGATE_SESSION_OAUTH_CONSENT allows, and this is not a same-origin navigation`,
+        )
+    }
     return { session }
+  }
+
+  #refuse(request: FastifyRequest, reply: FastifyReply, reason: string): { answered: FastifyReply } {
+    request.log.warn({ reason }, 'cookie session: a request that would trade the cookie for tokens refused')
+    return { answered: sendError(request, reply, 'session_cookie_refused', `Forbidden: ${reason}`) }
   }
 
   /** For a mounted route: the cookie's bearer where the route needs one, and the rewrite of session answers. */
@@ -98,7 +157,7 @@ export class SessionGate {
   ): Promise<ForwardAdditions | { answered: FastifyReply }> {
     let session: ActiveSession | undefined
     if (route.bearer) {
-      const auth = await this.authenticate(request, reply)
+      const auth = await this.authenticate(request, reply, { guard: route.cookieGuard, revalidate: false })
       if (auth !== undefined && 'answered' in auth) return auth
       session = auth?.session
     }
@@ -118,10 +177,34 @@ export class SessionGate {
     }
     if (route.session === 'signOut' && session !== undefined) {
       out.rewrite = (answer) => this.#signOut(request, reply, answer, session)
+    } else if (session !== undefined) {
+      // Signed out elsewhere (another device's global sign-out, an administrator): Supabase Auth
+      // says so on the forwarded request, and the session ends here at once, not at its next refresh.
+      const then = out.rewrite
+      out.rewrite = async (answer) => {
+        await this.#endIfGone(request, reply, answer, session)
+        return then === undefined ? answer : then(answer)
+      }
     }
     return out
   }
 
+  /** A bearer answer that says the session or its user no longer exists: the session ends here too. */
+  async #endIfGone(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    answer: HeldAnswer,
+    session: ActiveSession,
+  ): Promise<void> {
+    if (answer.status !== 401 && answer.status !== 403 && answer.status !== 404) return
+    const code = errorCodeOf(answer.body)
+    if (code === undefined || !ENDED_CODES.has(code)) return
+    request.log.info({ code }, 'cookie session: Supabase Auth no longer knows the session; it is forgotten')
+    await this.sessions.end(session.handle)
+    reply.header('set-cookie', this.sessions.clearedCookie())
+  }
+
+  /** A session answer: stored, the cookie set, the tokens taken out of the body. */
   /** Who a request authgate makes for this one is made for (client IP, request id). */
   #context(request: FastifyRequest): RequestContext {
     return { clientIp: clientIp(request), requestId: request.id }
@@ -131,8 +214,6 @@ export class SessionGate {
     const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
     return id === undefined ? undefined : sessionHandle(id)
   }
-
-  /** A session answer: stored, the cookie set, the tokens taken out of the body. */
 
   async #issue(
     request: FastifyRequest,
@@ -197,11 +278,20 @@ export class SessionGate {
     return answer
   }
 
-  /** `GET <prefix>/session`: the signed-in user and when the session ends, or 401. */
+  /**
+   * `GET <prefix>/session`: the signed-in user and when the session ends, or 401. The page believes
+   * it, so the session is refreshed when due and confirmed with Supabase Auth as protected routes do.
+   */
   async current(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const id = sessionIdFrom(request.headers.cookie, this.sessions.config.cookieName)
-    const active = id === undefined ? undefined : await this.sessions.load(id)
     reply.header('cache-control', 'no-store')
+    let active: ActiveSession | undefined
+    try {
+      active = id === undefined ? undefined : await this.sessions.use(id, this.#context(request), { revalidate: true })
+    } catch (err) {
+      if (err instanceof AuthgateError) return sendError(request, reply, err)
+      throw err
+    }
     if (active === undefined) {
       if (id !== undefined) reply.header('set-cookie', this.sessions.clearedCookie())
       return sendError(request, reply, 'no_session')

@@ -57,8 +57,9 @@ const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /**
  * With cookie sessions, a protected route of the application (one with `schema.access`, as
- * `defineRoute` states it) also answers 403 to a cross-site use of the cookie on unsafe methods
- * and 503 when the store cannot answer: added to what the route documents, as it is registered.
+ * `defineRoute` states it) also answers 403 to a cross-site use of the cookie on unsafe methods,
+ * 503 when the store cannot answer and 502/504 when Supabase Auth cannot refresh or confirm the
+ * session: added to what the route documents, as it is registered.
  */
 export function documentCookieAccess(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
@@ -71,5 +72,14 @@ export function documentCookieAccess(app: FastifyInstance): void {
           'Forbidden: a role, assurance level or scope is missing, or a cross-site use of the session cookie (`cross_site_request`)',
       }
     access.errors['503'] ??= { description: 'The session store could not be reached (`session_store_unavailable`)' }
+    // The cookie's session is refreshed, and confirmed past AUTHGATE_SESSION_REVALIDATE, before the route runs.
+    access.errors['502'] ??= {
+      description:
+        'Supabase Auth could not be reached to refresh or confirm the cookie session (`backend_unreachable`)',
+    }
+    access.errors['504'] ??= {
+      description:
+        'Supabase Auth did not answer the refresh or confirmation of the cookie session in time (`request_timeout`)',
+    }
   })
 }

@@ -17,6 +17,11 @@ export interface StoredSession extends SessionTokens {
   endsAt: number
   /** When the current access token was stored (ms): its lifetime decides how early it is refreshed. */
   storedAt: number
+  /**
+   * When Supabase Auth last confirmed the session (ms): its sign-in, a refresh or `GET /user`.
+   * Absent in records written before it was kept: `storedAt` stands for it.
+   */
+  checkedAt?: number
 }
 
 /** A session found by its cookie. */
@@ -29,8 +34,11 @@ export interface ActiveSession {
 /** Who a refresh is made for: carried to Supabase Auth like a forwarded request's. */
 export type RequestContext = Required<RequestIdentity>
 
-/** Longest a refresh holds the session's lock; a replica waiting for it gives up after this too. */
-const LOCK_MS = 10_000
+/**
+ * The session's lock outlives the backend's timeout by this much, so no replica takes it while the
+ * refresh it guards may still be answered; the holder renews it while its work is in flight.
+ */
+const LOCK_MARGIN_MS = 5_000
 /** How often a replica waiting for another's refresh looks at the record. */
 const POLL_MS = 50
 /** A session in use has its idle deadline pushed back at most this often per process. */
@@ -42,6 +50,17 @@ export interface CookieSessionsOptions {
   backend: SupabaseAuthClient
   log: FastifyBaseLogger
   now?: () => number
+  /** How often a held lock is renewed (default a third of its time to live; tests shorten it). */
+  lockRenewMs?: number
+}
+
+/** What a use of the session relies on it for. */
+export interface UseOptions {
+  /**
+   * Nothing else asks Supabase Auth about the session on this request (the application's routes,
+   * `GET /session`): past AUTHGATE_SESSION_REVALIDATE since its last confirmation, authgate asks.
+   */
+  revalidate?: boolean
 }
 
 /**
@@ -57,10 +76,15 @@ export class CookieSessions {
   readonly #backend: SupabaseAuthClient
   readonly #log: FastifyBaseLogger
   readonly #now: () => number
+  readonly #lockMs: number
+  readonly #lockRenewMs: number
   readonly #inflight = new Map<string, Promise<ActiveSession | undefined>>()
+  readonly #checks = new Map<string, Promise<ActiveSession | undefined>>()
   readonly #touched = new Map<string, number>()
   /** Refresh requests this process sent to Supabase Auth (tests, metrics). */
   refreshes = 0
+  /** `GET /user` requests this process sent to confirm a session (tests, metrics). */
+  revalidations = 0
 
   constructor(options: CookieSessionsOptions) {
     this.config = options.config
@@ -68,7 +92,19 @@ export class CookieSessions {
     this.#cipher = new SessionCipher(options.config.keys)
     this.#backend = options.backend
     this.#log = options.log
-    this.#now = options.now ?? Date.now
+    this.#now = options.now ?? (() => Date.now())
+    this.#lockMs = options.backend.options.timeoutMs + LOCK_MARGIN_MS
+    this.#lockRenewMs = options.lockRenewMs ?? Math.floor(this.#lockMs / 3)
+  }
+
+  /** The clock sessions are timed by (ms). */
+  now(): number {
+    return this.#now()
+  }
+
+  /** How long the session's lock is taken for (and renewed for while held). */
+  get lockMs(): number {
+    return this.#lockMs
   }
 
   /** The `Set-Cookie` value for a session. */
@@ -90,7 +126,13 @@ export class CookieSessions {
     const now = this.#now()
     const id = newSessionId()
     const handle = sessionHandle(id)
-    const session: StoredSession = { ...tokens, createdAt: now, endsAt: now + this.config.lifetimeMs, storedAt: now }
+    const session: StoredSession = {
+      ...tokens,
+      createdAt: now,
+      endsAt: now + this.config.lifetimeMs,
+      storedAt: now,
+      checkedAt: now,
+    }
     await this.#write(handle, session)
     return { id, handle, session }
   }
@@ -104,18 +146,25 @@ export class CookieSessions {
 
   /**
    * The session of a cookie id with an access token good for a while: refreshed first when it
-   * expires soon. Undefined when the session is unknown or Supabase Auth ended it.
+   * expires soon; with `revalidate`, confirmed by Supabase Auth first when it has not been for
+   * longer than AUTHGATE_SESSION_REVALIDATE. Undefined when the session is unknown or Supabase Auth
+   * ended it.
    */
-  async use(id: string, context: RequestContext): Promise<ActiveSession | undefined> {
+  async use(id: string, context: RequestContext, options: UseOptions = {}): Promise<ActiveSession | undefined> {
     const active = await this.load(id)
     if (active === undefined) return undefined
     if (this.#due(active.session)) {
-      let pending = this.#inflight.get(active.handle)
-      if (pending === undefined) {
-        pending = this.#refresh(active, context).finally(() => this.#inflight.delete(active.handle))
-        this.#inflight.set(active.handle, pending)
-      }
-      return pending
+      const changed = (s: StoredSession) => s.refreshToken !== active.session.refreshToken
+      return this.#once(this.#inflight, active, () =>
+        this.#underLock(active, changed, (current) => this.#exchange(current, context)),
+      )
+    }
+    if (options.revalidate === true && this.#unconfirmed(active.session)) {
+      // Settled once the record changed hands (a refresh) or another replica confirmed it.
+      const settled = (s: StoredSession) => s.refreshToken !== active.session.refreshToken || !this.#unconfirmed(s)
+      return this.#once(this.#checks, active, () =>
+        this.#underLock(active, settled, (current) => this.#confirm(current, context)),
+      )
     }
     const last = this.#touched.get(active.handle)
     const now = this.#now()
@@ -151,6 +200,25 @@ export class CookieSessions {
   async end(handle: string): Promise<void> {
     this.#touched.delete(handle)
     await this.#guard(() => this.store.delete(handle))
+  }
+
+  /** One promise per session in this process for a piece of work on it, however many requests ask. */
+  #once(
+    inflight: Map<string, Promise<ActiveSession | undefined>>,
+    active: ActiveSession,
+    work: () => Promise<ActiveSession | undefined>,
+  ): Promise<ActiveSession | undefined> {
+    let pending = inflight.get(active.handle)
+    if (pending === undefined) {
+      pending = work().finally(() => inflight.delete(active.handle))
+      inflight.set(active.handle, pending)
+    }
+    return pending
+  }
+
+  /** Not confirmed by Supabase Auth for longer than AUTHGATE_SESSION_REVALIDATE. */
+  #unconfirmed(session: StoredSession): boolean {
+    return this.#now() - (session.checkedAt ?? session.storedAt) >= this.config.revalidateMs
   }
 
   /** Due for a refresh: less than a quarter of the token's life (at most 30 s) left. */
@@ -202,30 +270,104 @@ export class CookieSessions {
   }
 
   /**
-   * Refreshes under the session's lock. A replica that finds the lock taken waits for the new
-   * record instead of refreshing itself; the holder looks at the record again once it has the lock,
-   * since another replica may have refreshed between its read and its lock.
+   * Work that rewrites the session's record (a refresh, a confirmation), under the session's lock,
+   * so that no replica writes back tokens another has just replaced. A replica that finds the lock
+   * taken waits for the record to be `settled` instead of doing the work itself; the holder looks
+   * at the record again once it has the lock, since another replica may have done the work between
+   * its read and its lock. The lock is taken for longer than the backend's timeout and renewed
+   * while the work is in flight: it never lapses under a refresh that Supabase Auth answers late.
    */
-  async #refresh(stale: ActiveSession, context: RequestContext): Promise<ActiveSession | undefined> {
-    const deadline = this.#now() + LOCK_MS + this.#backend.options.timeoutMs
-    const changed = (s: StoredSession) => s.refreshToken !== stale.session.refreshToken
+  async #underLock(
+    stale: ActiveSession,
+    settled: (current: StoredSession) => boolean,
+    work: (current: ActiveSession) => Promise<ActiveSession | undefined>,
+  ): Promise<ActiveSession | undefined> {
+    const lockMs = this.#lockMs
+    const deadline = this.#now() + lockMs + this.#backend.options.timeoutMs
     for (;;) {
-      const token = await this.#guard(() => this.store.lock(stale.handle, LOCK_MS))
+      const token = await this.#guard(() => this.store.lock(stale.handle, lockMs))
       if (token !== undefined) {
+        const renewal = setInterval(() => this.#renew(stale.handle, token, lockMs), this.#lockRenewMs)
+        renewal.unref()
         try {
           const current = await this.#read(stale.handle)
           if (current === undefined) return undefined
-          if (changed(current)) return { ...stale, session: current }
-          return await this.#exchange({ ...stale, session: current }, context)
+          if (settled(current)) return { ...stale, session: current }
+          return await work({ ...stale, session: current })
         } finally {
+          clearInterval(renewal)
           await this.store.unlock(stale.handle, token).catch(() => undefined)
         }
       }
       await sleep(POLL_MS)
       const current = await this.#read(stale.handle)
       if (current === undefined) return undefined
-      if (changed(current)) return { ...stale, session: current }
+      if (settled(current)) return { ...stale, session: current }
       if (this.#now() > deadline) throw new AuthgateError('request_timeout')
+    }
+  }
+
+  #renew(handle: string, token: string, lockMs: number): void {
+    this.store.renew(handle, token, lockMs).then(
+      (held) => {
+        if (!held) this.#log.warn('cookie session: the session lock expired while its refresh was in flight')
+      },
+      (err: unknown) => this.#log.warn({ err }, 'cookie session: the session lock could not be renewed'),
+    )
+  }
+
+  /**
+   * Asks Supabase Auth whether the session still exists (`GET /user` with its access token, which
+   * answers 403 `session_not_found` once it was signed out anywhere): confirmed and the user kept
+   * up to date, or ended here.
+   */
+  async #confirm(active: ActiveSession, context: RequestContext): Promise<ActiveSession | undefined> {
+    this.revalidations++
+    const headers = { authorization: `Bearer ${active.session.accessToken}`, accept: 'application/json' }
+    const { response, body } = await this.#call(
+      '/user',
+      { headers, identity: context },
+      'the session could not be confirmed',
+    )
+    if (response.status === 200) {
+      let user = active.session.user
+      try {
+        user = JSON.parse(body.toString('utf8')) as unknown
+      } catch {
+        // The user as stored.
+      }
+      const session: StoredSession = { ...active.session, user, checkedAt: this.#now() }
+      await this.#write(active.handle, session)
+      return { ...active, session }
+    }
+    if (response.status === 401 || response.status === 403 || response.status === 404) {
+      this.#log.info(
+        { status: response.status, code: errorCodeOf(body) },
+        'cookie session: Supabase Auth no longer knows the session; it is forgotten',
+      )
+      await this.end(active.handle)
+      return undefined
+    }
+    this.#log.warn({ status: response.status }, 'cookie session: Supabase Auth did not confirm the session')
+    throw new AuthgateError(response.status === 429 ? 'over_request_rate_limit' : 'backend_unreachable')
+  }
+
+  /** One request to Supabase Auth with its timeout; unreachable or late is an error in our terms. */
+  async #call(
+    path: string,
+    init: { method?: string; headers: Record<string, string>; body?: string; identity?: RequestContext },
+    failure: string,
+  ): Promise<{ response: BackendResponse; body: Buffer }> {
+    try {
+      const response = await this.#backend.fetch(this.#backend.resolve(path), {
+        ...init,
+        signal: AbortSignal.timeout(this.#backend.options.timeoutMs),
+      })
+      return { response, body: Buffer.from(await response.arrayBuffer()) }
+    } catch (err) {
+      const timeout = err instanceof Error && err.name === 'TimeoutError'
+      this.#log.error({ err }, `cookie session: ${failure}: Supabase Auth could not be reached`)
+      throw new AuthgateError(timeout ? 'request_timeout' : 'backend_unreachable', undefined, { cause: err })
     }
   }
 
@@ -259,7 +401,8 @@ export class CookieSessions {
         this.#log.error('cookie session: Supabase Auth answered a refresh without tokens')
         throw new AuthgateError('unexpected_failure')
       }
-      const session: StoredSession = { ...active.session, ...split.tokens, storedAt: this.#now() }
+      const now = this.#now()
+      const session: StoredSession = { ...active.session, ...split.tokens, storedAt: now, checkedAt: now }
       await this.#write(active.handle, session)
       return { ...active, session }
     }
@@ -277,7 +420,8 @@ export class CookieSessions {
   }
 }
 
-function errorCodeOf(body: Buffer): string | undefined {
+/** The error code of a Supabase Auth error body (`error_code`, or `code` in the 2024 shape). */
+export function errorCodeOf(body: Buffer): string | undefined {
   try {
     const parsed = JSON.parse(body.toString('utf8')) as { error_code?: unknown; code?: unknown }
     const code = parsed.error_code ?? parsed.code

@@ -62,6 +62,13 @@ export class MemorySessionStore implements SessionStore {
     if (this.#locks.get(handle)?.token === token) this.#locks.delete(handle)
   }
 
+  async renew(handle: string, token: string, ttlMs: number): Promise<boolean> {
+    const held = this.#locks.get(handle)
+    if (held === undefined || held.token !== token || held.until <= this.#now()) return false
+    held.until = this.#now() + ttlMs
+    return true
+  }
+
   async ready(): Promise<boolean> {
     return true
   }

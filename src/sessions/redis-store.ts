@@ -7,6 +7,9 @@ import type { SessionStore } from './store.ts'
 // replica must not be released by the late first holder.
 const UNLOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
 
+// Extends the lock only while it is still ours, for the same reason.
+const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`
+
 /**
  * Sessions in Redis (one server, Sentinel or Cluster, through the connection src/core/redis.ts makes):
  * every replica serves every session, and a restart loses none. Record and lock are separate keys
@@ -50,6 +53,11 @@ export class RedisSessionStore implements SessionStore {
 
   async unlock(handle: string, token: string): Promise<void> {
     await this.client.eval(UNLOCK, 1, `${this.#prefix}lock:${handle}`, token)
+  }
+
+  async renew(handle: string, token: string, ttlMs: number): Promise<boolean> {
+    const renewed = await this.client.eval(RENEW, 1, `${this.#prefix}lock:${handle}`, token, Math.round(ttlMs))
+    return renewed === 1
   }
 
   ready(timeoutMs: number): Promise<boolean> {

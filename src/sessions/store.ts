@@ -12,6 +12,8 @@ export interface SessionStore {
   /** Takes the refresh lock of a session for `ttlMs`: a token to release it with, or undefined when held. */
   lock(handle: string, ttlMs: number): Promise<string | undefined>
   unlock(handle: string, token: string): Promise<void>
+  /** Extends a lock still held with `token` to `ttlMs` from now: false when it lapsed or another holds it. */
+  renew(handle: string, token: string, ttlMs: number): Promise<boolean>
   /** Resolves once the store can answer (false after `timeoutMs`). */
   ready(timeoutMs: number): Promise<boolean>
   close(): Promise<void>

@@ -23,6 +23,8 @@ describe('cookie-session settings', () => {
     assert.equal(config.idleTimeoutMs, 24 * 3600_000)
     assert.deepEqual(config.allowedOrigins, [])
     assert.deepEqual(config.store, { kind: 'memory', maxEntries: 100_000 })
+    assert.equal(config.revalidateMs, 60_000)
+    assert.equal(config.oauthConsentMs, undefined)
     assert.deepEqual(
       config.keys.map((k) => k.id),
       ['k1'],
@@ -126,5 +128,26 @@ describe('the plugin option', () => {
     assert.throws(() => resolveSessionConfig({ keys: [k, k] }), named('sessions.keys'))
     assert.throws(() => resolveSessionConfig({ keys: [k], allowedOrigins: ['*'] }), named('sessions.allowedOrigins'))
     assert.throws(() => resolveSessionConfig({ keys: [k], secure: false }), named('sessions.secure'))
+  })
+
+  it('revalidation and the OAuth consent: durations; consent `off` unless given one', () => {
+    const env = { AUTHGATE_SESSIONS: 'on', AUTHGATE_SESSION_KEYS: KEYS }
+    const config = loadSessionConfig({
+      ...env,
+      AUTHGATE_SESSION_REVALIDATE: '30s',
+      AUTHGATE_SESSION_OAUTH_CONSENT: '5m',
+    })!
+    assert.equal(config.revalidateMs, 30_000)
+    assert.equal(config.oauthConsentMs, 300_000)
+    assert.equal(loadSessionConfig({ ...env, AUTHGATE_SESSION_OAUTH_CONSENT: 'OFF' })!.oauthConsentMs, undefined)
+    assert.throws(
+      () => loadSessionConfig({ ...env, AUTHGATE_SESSION_REVALIDATE: '500ms' }),
+      named('AUTHGATE_SESSION_REVALIDATE'),
+    )
+    assert.throws(
+      () => loadSessionConfig({ ...env, AUTHGATE_SESSION_OAUTH_CONSENT: 'on' }),
+      named('AUTHGATE_SESSION_OAUTH_CONSENT'),
+    )
+    assert.throws(() => resolveSessionConfig({ keys: [KEYS], oauthConsentMs: 0 }), named('sessions.oauthConsentMs'))
   })
 })

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { crossSiteReason, isUnsafeMethod, ownOrigin } from '../../src/sessions/csrf.ts'
+import {
+  crossSiteGetReason,
+  crossSiteReason,
+  isSameOriginNavigation,
+  isUnsafeMethod,
+  ownOrigin,
+} from '../../src/sessions/csrf.ts'
 
 describe('the cross-site check of cookie-authenticated requests', () => {
   let app: FastifyInstance
@@ -10,6 +16,10 @@ describe('the cross-site check of cookie-authenticated requests', () => {
     app.post('/x', async (request) => ({
       reason: crossSiteReason(request, ['https://app.example.com']) ?? null,
       own: ownOrigin(request),
+    }))
+    app.get('/get', async (request) => ({
+      reason: crossSiteGetReason(request, ['https://app.example.com']) ?? null,
+      navigation: isSameOriginNavigation(request),
     }))
     await app.ready()
   })
@@ -49,5 +59,35 @@ describe('the cross-site check of cookie-authenticated requests', () => {
       true,
       true,
     ])
+  })
+
+  const get = async (headers: Record<string, string>) =>
+    (await app.inject({ method: 'GET', url: '/get', headers: { host: 'api.example.com', ...headers } })).json() as {
+      reason: string | null
+      navigation: boolean
+    }
+
+  it('a GET that changes state: Sec-Fetch-Site same-origin, or an allowed Origin', async () => {
+    assert.equal((await get({ 'sec-fetch-site': 'same-origin' })).reason, null)
+    assert.equal((await get({ origin: 'https://app.example.com', 'sec-fetch-site': 'same-site' })).reason, null)
+    // A top-level navigation from another site: no Origin, Sec-Fetch-Site cross-site.
+    assert.match(
+      String((await get({ 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' })).reason),
+      /cross-site GET/,
+    )
+    // A sibling subdomain's navigation says same-site but cannot say which site.
+    assert.match(String((await get({ 'sec-fetch-site': 'same-site' })).reason), /same-site GET/)
+    assert.match(String((await get({ 'sec-fetch-site': 'none' })).reason), /none GET/)
+    assert.match(String((await get({})).reason), /must carry Sec-Fetch-Site: same-origin or an allowed Origin/)
+    assert.match(String((await get({ origin: 'https://evil.example.com' })).reason), /not allowed/)
+  })
+
+  it('a same-origin top-level navigation: navigate, same-origin, into a document (not an iframe)', async () => {
+    const nav = { 'sec-fetch-mode': 'navigate', 'sec-fetch-site': 'same-origin', 'sec-fetch-dest': 'document' }
+    assert.equal((await get(nav)).navigation, true)
+    assert.equal((await get({ ...nav, 'sec-fetch-dest': 'iframe' })).navigation, false)
+    assert.equal((await get({ ...nav, 'sec-fetch-site': 'same-site' })).navigation, false)
+    assert.equal((await get({ ...nav, 'sec-fetch-mode': 'cors' })).navigation, false)
+    assert.equal((await get({})).navigation, false)
   })
 })

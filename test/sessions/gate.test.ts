@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, beforeEach, describe, it } from 'node:test'
+import { after, before, beforeEach, describe, it, mock } from 'node:test'
 import { SignJWT } from 'jose'
 import type { LightMyRequestResponse } from 'fastify'
 import { defineRoute } from '../../src/routes-dsl/define-route.ts'
+import { sessionHandle } from '../../src/sessions/crypto.ts'
 import { MemorySessionStore } from '../../src/sessions/memory-store.ts'
 import { buildApp } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
@@ -25,6 +26,21 @@ async function accessToken(n: number): Promise<string> {
     .setIssuedAt()
     .setExpirationTime('1h')
     .sign(new TextEncoder().encode(SECRET))
+}
+
+const AUTHORIZATION = 'ppb3djtqzpsdmxbi7lhkgusc4cpj35ur'
+const NAVIGATION = { 'sec-fetch-mode': 'navigate', 'sec-fetch-site': 'same-origin', 'sec-fetch-dest': 'document' }
+const SESSION_NOT_FOUND =
+  '{"code":403,"error_code":"session_not_found","msg":"Session from session_id claim in JWT does not exist"}'
+
+/** Runs `run` with the clock `ms` ahead (Date only: timers, sockets and the store's TTLs stay real). */
+async function later<T>(ms: number, run: () => Promise<T>): Promise<T> {
+  mock.timers.enable({ apis: ['Date'], now: Date.now() + ms })
+  try {
+    return await run()
+  } finally {
+    mock.timers.reset()
+  }
 }
 
 const cookieOf = (res: LightMyRequestResponse) => {
@@ -228,6 +244,131 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.equal(bearer.statusCode, 204)
   })
 
+  it('a GET that changes state gets the cross-site check: a navigation from another site is refused', async () => {
+    const cookie = await signedIn()
+    h.backend.requests.length = 0
+    for (const headers of [
+      { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' },
+      { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' },
+      {} as Record<string, string>,
+      { origin: 'https://evil.example.com', 'sec-fetch-site': 'cross-site' },
+    ]) {
+      for (const url of ['/auth/reauthenticate', '/auth/user/identities/authorize?provider=github']) {
+        const res = await withCookie(cookie, 'GET', url, headers)
+        assert.equal(res.statusCode, 403, `${url} ${JSON.stringify(headers)}`)
+        assert.equal(res.json().error_code, 'cross_site_request')
+      }
+    }
+    assert.equal(h.backend.requests.length, 0, 'nothing forwarded: no reauthentication code was sent')
+    for (const headers of [{ 'sec-fetch-site': 'same-origin' }, { origin: 'https://app.example.com' }] as Array<
+      Record<string, string>
+    >) {
+      const own = await withCookie(cookie, 'GET', '/auth/reauthenticate', headers)
+      assert.equal(own.statusCode, 200, own.body)
+      assert.match(String(own.json().authorization), /^Bearer ey/)
+    }
+    // A GET that only reads is not checked; nor is a request with its own bearer.
+    const read = await withCookie(cookie, 'GET', '/auth/user', { 'sec-fetch-site': 'cross-site' })
+    assert.equal(read.statusCode, 200)
+    const bearer = await withCookie(cookie, 'GET', '/auth/reauthenticate', {
+      authorization: 'Bearer mine',
+      'sec-fetch-site': 'cross-site',
+    })
+    assert.equal(bearer.json().authorization, 'Bearer mine')
+  })
+
+  it('the OAuth consent routes refuse the cookie by default: nothing forwarded, the page gets no code', async () => {
+    const cookie = await signedIn()
+    h.backend.requests.length = 0
+    const details = await withCookie(cookie, 'GET', `/auth/oauth/authorizations/${AUTHORIZATION}`, NAVIGATION)
+    assert.equal(details.statusCode, 403)
+    assert.equal(details.json().error_code, 'session_cookie_refused')
+    assert.match(details.json().msg, /AUTHGATE_SESSION_OAUTH_CONSENT is off/)
+    const consent = await h.app.inject({
+      method: 'POST',
+      url: `/auth/oauth/authorizations/${AUTHORIZATION}/consent`,
+      headers: { host: HOST, cookie: cookie.split(';')[0]!, origin: OWN, 'content-type': 'application/json' },
+      payload: '{"action":"approve"}',
+    })
+    assert.equal(consent.statusCode, 403)
+    assert.equal(consent.json().error_code, 'session_cookie_refused')
+    assert.equal(h.backend.requests.length, 0)
+    // A consent page with the user's own bearer (not cookie mode) is forwarded as before.
+    const own = await withCookie(cookie, 'GET', `/auth/oauth/authorizations/${AUTHORIZATION}`, {
+      authorization: 'Bearer mine',
+    })
+    assert.equal(own.json().authorization, 'Bearer mine')
+    // The grants of the user stay readable with the cookie: they carry no code.
+    assert.equal((await withCookie(cookie, 'GET', '/auth/user/oauth/grants')).statusCode, 200)
+  })
+
+  it('request mode: identity linking does not take the cookie (its code could be exchanged for tokens)', async () => {
+    const cookie = await signedIn()
+    h.backend.requests.length = 0
+    const url = '/auth/user/identities/authorize?provider=github&code_challenge=abc&code_challenge_method=s256'
+    const res = await withCookie(cookie, 'GET', url, { 'sec-fetch-site': 'same-origin' })
+    assert.equal(res.statusCode, 403)
+    assert.equal(res.json().error_code, 'session_cookie_refused')
+    assert.match(res.json().msg, /request` mode/)
+    assert.equal(h.backend.requests.length, 0)
+    const bearer = await withCookie(cookie, 'GET', url, { authorization: 'Bearer mine' })
+    assert.equal(bearer.json().authorization, 'Bearer mine')
+  })
+
+  it('signed out elsewhere: a forwarded session_not_found ends the session here at once', async () => {
+    const ordinary = h.backend.handler
+    for (const body of [
+      SESSION_NOT_FOUND,
+      '{"code":"user_not_found","message":"User from sub claim in JWT does not exist"}',
+    ]) {
+      h.backend.handler = ordinary
+      const cookie = await signedIn()
+      const handle = sessionHandle(cookie.split(';')[0]!.split('=')[1]!)
+      h.backend.handler = (_req, res) => res.writeHead(403, { 'content-type': 'application/json' }).end(body)
+      const res = await withCookie(cookie, 'GET', '/auth/user')
+      assert.equal(res.statusCode, 403)
+      assert.equal(res.body, body, "Supabase Auth's answer, as it is")
+      assert.match(cookieOf(res), /^__Host-authgate-session=; .*Max-Age=0/)
+      assert.equal(await store.get(handle), undefined)
+      assert.equal((await withCookie(cookie, 'GET', '/auth/session')).statusCode, 401)
+      assert.equal((await withCookie(cookie, 'GET', '/me')).statusCode, 401)
+    }
+    // Other refusals leave the session alone.
+    h.backend.handler = ordinary
+    const cookie = await signedIn()
+    h.backend.handler = (_req, res) =>
+      res.writeHead(403, { 'content-type': 'application/json' }).end('{"code":403,"error_code":"insufficient_aal"}')
+    const refused = await withCookie(cookie, 'GET', '/auth/user')
+    assert.equal(refused.statusCode, 403)
+    assert.equal(refused.headers['set-cookie'], undefined)
+    h.backend.handler = (_req, res) => res.writeHead(403).end('not json')
+    await withCookie(cookie, 'GET', '/auth/user')
+    assert.equal((await withCookie(cookie, 'GET', '/auth/session')).statusCode, 200)
+  })
+
+  it('signed out elsewhere: once AUTHGATE_SESSION_REVALIDATE has passed, the protected route and /session ask first', async () => {
+    const ordinary = h.backend.handler
+    for (const path of ['/me', '/auth/session']) {
+      h.backend.handler = ordinary
+      h.backend.requests.length = 0
+      const cookie = await signedIn()
+      const user = () => h.backend.requests.filter((r) => r.target === '/user')
+      // Within the interval: the local verification alone, nothing asked.
+      assert.equal((await withCookie(cookie, 'GET', path)).statusCode, 200)
+      assert.equal(user().length, 0)
+      h.backend.handler = (_req, res) =>
+        res.writeHead(403, { 'content-type': 'application/json' }).end(SESSION_NOT_FOUND)
+      const res = await later(61_000, () => withCookie(cookie, 'GET', path))
+      assert.equal(res.statusCode, 401, res.body)
+      assert.match(cookieOf(res), /Max-Age=0/)
+      assert.equal(user().length, 1)
+      assert.match(String(user()[0]!.headers.authorization), /^Bearer ey/)
+      h.backend.requests.length = 0
+      h.backend.handler = () => assert.fail('nothing more is asked of Supabase Auth')
+      assert.equal((await withCookie(cookie, 'GET', path)).statusCode, 401)
+    }
+  })
+
   it('a sign-in posted from another site is refused (login CSRF)', async () => {
     const res = await signIn({ 'x-authgate-session': 'cookie', origin: 'https://evil.example.com' })
     assert.equal(res.statusCode, 403)
@@ -311,6 +452,9 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     try {
       const res = await withCookie(`__Host-authgate-session=${'c'.repeat(43)}`, 'GET', '/me')
       assert.equal(res.statusCode, 503)
+      const session = await withCookie(`__Host-authgate-session=${'c'.repeat(43)}`, 'GET', '/auth/session')
+      assert.equal(session.statusCode, 503)
+      assert.equal(session.json().error_code, 'session_store_unavailable')
     } finally {
       store.get = get
     }
@@ -350,6 +494,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.match(JSON.stringify(token.responses['200']), /CookieSessionResponse/)
     assert.match(JSON.stringify(token.responses['403']), /cross_site_request/)
     assert.ok(doc.paths['/notes']!.post!.responses['403'])
+    for (const status of ['502', '503', '504']) assert.ok(doc.paths['/me']!.get!.responses[status], status)
   })
 })
 
@@ -426,5 +571,103 @@ describe('cookie sessions in `on` mode', () => {
     } finally {
       await plain.close()
     }
+  })
+})
+
+describe('cookie sessions with AUTHGATE_SESSION_OAUTH_CONSENT set (a consent page apart from the application)', () => {
+  let h: Harness
+  before(async () => {
+    h = await withFakeBackend({}, { sessions: { keys: [KEY], oauthConsentMs: 300_000 } })
+  })
+  after(() => h.close())
+
+  it('a session signed in within the window consents; an older one only on a same-origin top-level navigation', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"access_token":"a","refresh_token":"r","expires_in":3600,"user":{"id":"u"}}')
+    }
+    const signIn = await h.app.inject({
+      method: 'POST',
+      url: '/auth/token?grant_type=password',
+      headers: { 'content-type': 'application/json', host: HOST },
+      payload: '{"email":"a@example.com","password":"secret123"}',
+    })
+    const cookie = cookieOf(signIn).split(';')[0]!
+    h.backend.handler = (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ authorization: req.headers.authorization ?? null }))
+    }
+    const details = (headers: Record<string, string>) =>
+      h.app.inject({
+        method: 'GET',
+        url: `/auth/oauth/authorizations/${AUTHORIZATION}`,
+        headers: { host: HOST, cookie, ...headers },
+      })
+    const consent = () =>
+      h.app.inject({
+        method: 'POST',
+        url: `/auth/oauth/authorizations/${AUTHORIZATION}/consent`,
+        headers: { host: HOST, cookie, origin: OWN, 'content-type': 'application/json' },
+        payload: '{"action":"approve"}',
+      })
+    const fetched = { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty' }
+    assert.equal((await details(fetched)).json().authorization, 'Bearer a')
+    assert.equal((await consent()).statusCode, 200)
+    await later(301_000, async () => {
+      const old = await details(fetched)
+      assert.equal(old.statusCode, 403)
+      assert.equal(old.json().error_code, 'session_cookie_refused')
+      assert.equal((await consent()).statusCode, 403)
+      assert.equal((await details(NAVIGATION)).statusCode, 200)
+      // Into a frame, its parent page could read the answer.
+      assert.equal((await details({ ...NAVIGATION, 'sec-fetch-dest': 'iframe' })).statusCode, 403)
+    })
+    // Still the cross-site check first.
+    assert.equal((await details({ 'sec-fetch-site': 'cross-site' })).json().error_code, 'cross_site_request')
+  })
+
+  it('on mode: identity linking with the cookie only with PKCE, whose code then becomes a cookie', async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"access_token":"a","refresh_token":"r","expires_in":3600,"user":{"id":"u"}}')
+    }
+    const signIn = await h.app.inject({
+      method: 'POST',
+      url: '/auth/token?grant_type=password',
+      headers: { 'content-type': 'application/json', host: HOST },
+      payload: '{"email":"a@example.com","password":"secret123"}',
+    })
+    const cookie = cookieOf(signIn).split(';')[0]!
+    h.backend.handler = (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ authorization: req.headers.authorization ?? null }))
+    }
+    h.backend.requests.length = 0
+    const link = (query: string) =>
+      h.app.inject({
+        method: 'GET',
+        url: `/auth/user/identities/authorize?provider=github${query}`,
+        headers: { host: HOST, cookie, 'sec-fetch-site': 'same-origin' },
+      })
+    // Supabase Auth reads the first value: an empty first one is no PKCE.
+    for (const query of ['', '&code_challenge=', '&code_challenge=&code_challenge=abc&code_challenge_method=s256']) {
+      const refused = await link(query)
+      assert.equal(refused.statusCode, 403, query)
+      assert.match(refused.json().msg, /needs PKCE/)
+    }
+    assert.equal(h.backend.requests.length, 0)
+    const pkce = await link('&code_challenge=abc&code_challenge_method=s256')
+    assert.equal(pkce.json().authorization, 'Bearer a')
+  })
+
+  it('the document names the refusal on the consent routes', async () => {
+    const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>
+    }
+    const consent = doc.paths['/auth/oauth/authorizations/{authorization_id}/consent']!.post!
+    assert.match(JSON.stringify(consent.responses['403']), /session_cookie_refused/)
+    const link = doc.paths['/auth/user/identities/authorize']!.get!
+    assert.match(JSON.stringify(link.responses['403']), /session_cookie_refused/)
+    assert.doesNotMatch(JSON.stringify(doc.paths['/auth/user']!.get!.responses['403']), /session_cookie_refused/)
   })
 })

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, beforeEach, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import pino from 'pino'
 import { brotliCompressSync, gzipSync } from 'node:zlib'
@@ -281,6 +282,158 @@ describe('CookieSessions', () => {
     now += 60_000
     await sessions.use(created.id, context)
     assert.equal(touches, 2)
+  })
+
+  it('a refresh Supabase Auth answers late keeps its lock: the other replica waits and never presents the same token', async () => {
+    const store = new MemorySessionStore({ now: () => now })
+    const ttls: number[] = []
+    const lock = store.lock.bind(store)
+    store.lock = async (handle, ttl) => {
+      ttls.push(ttl)
+      return lock(handle, ttl)
+    }
+    const replica = () =>
+      new CookieSessions({
+        config: resolveSessionConfig({ keys: [KEY], lifetimeMs: 3600_000, idleTimeoutMs: 600_000 }),
+        store,
+        backend,
+        log,
+        now: () => now,
+        lockRenewMs: 10,
+      })
+    const [a, b] = [replica(), replica()]
+    // Longer than the backend's timeout: the lock cannot lapse under a refresh still in flight.
+    assert.equal(a.lockMs, backend.options.timeoutMs + 5000)
+    const created = await a.create(tokens())
+    now += 61_000
+    let answer!: () => void
+    const arrived = new Promise<void>((resolve) => {
+      fake.handler = (_req, res) => {
+        answer = () => {
+          issued++
+          res.writeHead(200, { 'content-type': 'application/json' })
+          res.end(sessionAnswer(issued, Math.floor(now / 1000) + 60))
+        }
+        resolve()
+      }
+    })
+    const first = a.use(created.id, context)
+    await arrived
+    // The answer is late: the clock passes the lock's own time to live twice over, in steps
+    // shorter than it, while the holder renews it.
+    const start = now
+    while (now - start < 2 * a.lockMs) {
+      now += a.lockMs / 2
+      await sleep(40)
+    }
+    const second = b.use(created.id, context)
+    await sleep(120)
+    assert.equal(fake.requests.length, 1, 'the second replica did not refresh')
+    answer()
+    const [x, y] = await Promise.all([first, second])
+    assert.equal(x?.session.accessToken, 'access-2')
+    assert.equal(y?.session.accessToken, 'access-2')
+    assert.equal(fake.requests.length, 1)
+    assert.equal(a.refreshes + b.refreshes, 1)
+    // Every attempt (the waiting replica tries again between looks at the record) asks as long.
+    assert.ok(ttls.length > 1 && ttls.every((ttl) => ttl === a.lockMs), String(ttls))
+  })
+
+  it('revalidation: past AUTHGATE_SESSION_REVALIDATE, one GET /user for concurrent uses; the user kept up to date', async () => {
+    const sessions = make()
+    const created = await sessions.create(tokens(Math.floor(now / 1000) + 3600))
+    fake.handler = (req, res) => {
+      assert.equal(req.url, '/user')
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ id: 'u1', email: 'new@example.com' }))
+      }, 30)
+    }
+    // Signed in just now: confirmed by the sign-in itself.
+    await sessions.use(created.id, context, { revalidate: true })
+    assert.equal(fake.requests.length, 0)
+    now += 60_000
+    // A use that relies on Supabase Auth's own answer (a mounted route) does not ask.
+    await sessions.use(created.id, context)
+    assert.equal(fake.requests.length, 0)
+    const used = await Promise.all(
+      Array.from({ length: 5 }, () => sessions.use(created.id, context, { revalidate: true })),
+    )
+    assert.equal(fake.requests.length, 1)
+    assert.equal(sessions.revalidations, 1)
+    assert.equal(fake.requests[0]!.headers.authorization, 'Bearer access-1')
+    assert.equal(fake.requests[0]!.headers['x-request-id'], 'req-1')
+    for (const u of used) assert.deepEqual(u?.session.user, { id: 'u1', email: 'new@example.com' })
+    now += 59_000
+    await sessions.use(created.id, context, { revalidate: true })
+    assert.equal(fake.requests.length, 1, 'confirmed a minute ago at most: not asked again')
+    assert.deepEqual((await sessions.load(created.id))?.session.user, { id: 'u1', email: 'new@example.com' })
+  })
+
+  it('revalidation: a session Supabase Auth no longer knows ends here; a failure to ask is an error', async () => {
+    const store = new MemorySessionStore({ now: () => now })
+    const sessions = make(store)
+    const created = await sessions.create(tokens(Math.floor(now / 1000) + 3600))
+    now += 61_000
+    fake.handler = (_req, res) => res.writeHead(503).end()
+    await assert.rejects(
+      sessions.use(created.id, context, { revalidate: true }),
+      (err: unknown) => (err as AuthgateError).code === 'backend_unreachable',
+    )
+    fake.handler = (_req, res) => res.writeHead(429).end()
+    await assert.rejects(
+      sessions.use(created.id, context, { revalidate: true }),
+      (err: unknown) => (err as AuthgateError).code === 'over_request_rate_limit',
+    )
+    fake.handler = (req) => req.socket.destroy()
+    await assert.rejects(
+      sessions.use(created.id, context, { revalidate: true }),
+      (err: unknown) => (err as AuthgateError).code === 'backend_unreachable',
+    )
+    assert.ok(await sessions.load(created.id), 'not ended by a failure to ask')
+    fake.handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('not json')
+    assert.deepEqual((await sessions.use(created.id, context, { revalidate: true }))?.session.user, { id: 'u1' })
+    now += 61_000
+    fake.handler = (_req, res) => {
+      res.writeHead(403, { 'content-type': 'application/json' })
+      res.end(
+        '{"code":403,"error_code":"session_not_found","msg":"Session from session_id claim in JWT does not exist"}',
+      )
+    }
+    assert.equal(await sessions.use(created.id, context, { revalidate: true }), undefined)
+    assert.equal(await store.get(created.handle), undefined)
+  })
+
+  it('revalidation on two replicas of one store: one GET /user, the other waits for the record', async () => {
+    const store = new MemorySessionStore({ now: () => now })
+    const [a, b] = [make(store), make(store)]
+    const created = await a.create(tokens(Math.floor(now / 1000) + 3600))
+    fake.handler = (_req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end('{"id":"u1","checked":true}')
+      }, 80)
+    }
+    now += 61_000
+    const used = await Promise.all([
+      ...Array.from({ length: 3 }, () => a.use(created.id, context, { revalidate: true })),
+      ...Array.from({ length: 3 }, () => b.use(created.id, context, { revalidate: true })),
+    ])
+    assert.equal(fake.requests.length, 1)
+    assert.equal(a.revalidations + b.revalidations, 1)
+    for (const u of used) assert.deepEqual(u?.session.user, { id: 'u1', checked: true })
+  })
+
+  it('a refresh confirms the session: no GET /user right after it', async () => {
+    const sessions = make()
+    const created = await sessions.create(tokens())
+    now += 61_000
+    await sessions.use(created.id, context, { revalidate: true })
+    assert.deepEqual(
+      fake.requests.map((r) => r.target),
+      ['/token?grant_type=refresh_token'],
+    )
+    assert.equal(sessions.revalidations, 0)
   })
 
   it('a replica that waits for another refresh gives up after the lock time', async () => {

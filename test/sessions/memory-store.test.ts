@@ -46,4 +46,18 @@ describe('MemorySessionStore', () => {
     now = 200
     assert.ok(await store.lock('h', 100), 'an expired lock is taken again')
   })
+
+  it('renew: only the holder extends its lock, and only while it holds it', async () => {
+    let now = 0
+    const store = new MemorySessionStore({ now: () => now })
+    const token = (await store.lock('h', 100))!
+    now = 90
+    assert.equal(await store.renew('h', token, 100), true)
+    now = 150
+    assert.equal(await store.lock('h', 100), undefined, 'renewed until 190')
+    assert.equal(await store.renew('h', 'not-the-token', 100), false)
+    now = 200
+    assert.equal(await store.renew('h', token, 100), false, 'lapsed at 190')
+    assert.equal(await store.renew('other', token, 100), false)
+  })
 })

@@ -59,6 +59,18 @@ describe('RedisSessionStore (real Redis)', { skip: unavailable }, () => {
     assert.ok(again)
   })
 
+  it('renew: only the holder extends its lock; a lapsed or taken lock is not renewed', async () => {
+    const token = await store.lock('h3', 1000)
+    assert.ok(token)
+    assert.equal(await store.renew('h3', token, 60_000), true)
+    const ttl = await store.client.pttl(`${prefix}lock:h3`)
+    assert.ok(ttl > 1000 && ttl <= 60_000, String(ttl))
+    assert.equal(await store.renew('h3', 'someone-else', 60_000), false)
+    await store.unlock('h3', token)
+    assert.equal(await store.renew('h3', token, 60_000), false)
+    assert.equal(await store.client.exists(`${prefix}lock:h3`), 0, 'a released lock is not brought back')
+  })
+
   it('a store whose Redis is not there is not ready and its commands fail', async () => {
     const down = new RedisSessionStore({ url: 'redis://127.0.0.1:1', keyPrefix: 'x:', timeoutMs: 100 })
     try {

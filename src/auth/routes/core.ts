@@ -306,6 +306,8 @@ export const coreRoutes = withDefaults(CORE, [
     responses: ok('Sent', MessageResponse),
     errors: REAUTHENTICATE_ERRORS,
     bearer: true,
+    // Sends an e-mail or SMS: a navigation from another site must not trigger it with the cookie.
+    cookieGuard: 'sideEffect',
   },
   {
     method: 'POST',

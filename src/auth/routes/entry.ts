@@ -89,6 +89,19 @@ export interface AuthRoute {
    * `signOut` marks the route that ends a cookie session.
    */
   session?: 'issue' | 'signOut'
+  /**
+   * What a request authenticated by the session cookie must show besides the cookie, beyond the
+   * cross-site check every POST, PUT, PATCH and DELETE gets (src/sessions/gate.ts). `sideEffect`: a
+   * GET that changes something (sends a message, starts linking an identity), checked like an
+   * unsafe method, since a top-level navigation from another site carries a `SameSite=Lax` cookie.
+   * `consent`: an OAuth consent, whose code trades for tokens whoever holds the code can read:
+   * refused unless AUTHGATE_SESSION_OAUTH_CONSENT allows it, and checked like `sideEffect`.
+   * `pkce`: starts a flow that ends in a new session of the user (identity linking): with the
+   * cookie only with PKCE (`code_challenge`) and in `on` mode, where the code trades for the cookie
+   * at `POST /token?grant_type=pkce`; without PKCE the flow ends in a redirect carrying tokens, and
+   * in `request` mode the exchange without the header answers tokens. Checked like `sideEffect` too.
+   */
+  cookieGuard?: 'sideEffect' | 'consent' | 'pkce'
   /** Limited by default (docs/decisions.md, D11); operators may change the set. */
   rateLimited: boolean
   /** Accepts `application/x-www-form-urlencoded` besides JSON (OAuth clients send forms). */

@@ -28,6 +28,9 @@ export const identityRoutes = withDefaults(IDENTITIES, [
       302: redirect('To the provider'),
     },
     errors: { 404: ['manual_linking_disabled'] },
+    // Starts linking whatever identity the browser holds at the provider to the signed-in user, and
+    // ends in a new session of the user: with the cookie, one that can only become a cookie.
+    cookieGuard: 'pkce',
   },
   {
     method: 'DELETE',

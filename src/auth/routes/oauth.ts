@@ -148,6 +148,8 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     params: oauth.AuthorizationIdParams,
     responses: ok('Details, or the redirect when already consented', oauth.AuthorizationDetailsResponse),
     errors: { 403: ['bad_jwt'], 404: ['oauth_authorization_not_found', OAUTH_OFF] },
+    // Approves (at once, when an earlier consent covers the scopes) a code any client can trade for tokens.
+    cookieGuard: 'consent',
   },
   {
     method: 'POST',
@@ -159,6 +161,7 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     params: oauth.AuthorizationIdParams,
     responses: ok('Where to send the browser', oauth.ConsentRedirect),
     errors: { 403: ['bad_jwt'], 404: ['oauth_authorization_not_found', OAUTH_OFF] },
+    cookieGuard: 'consent',
   },
   {
     method: 'GET',
