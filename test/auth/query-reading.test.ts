@@ -49,6 +49,12 @@ describe('a repeated query parameter is read as its first value everywhere', () 
       },
     )
     h.backend.handler = (req, res) => {
+      // A wrong password, as Supabase Auth answers it: the per-account limit counts failures only.
+      if (req.url?.startsWith('/token?grant_type=password')) {
+        res.writeHead(400, { 'content-type': 'application/json', 'x-sb-error-code': 'invalid_credentials' })
+        res.end('{"code":400,"error_code":"invalid_credentials","msg":"Invalid login credentials"}')
+        return
+      }
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end(req.url === '/settings' ? '{"mailer_autoconfirm":false}' : '{}')
     }
@@ -74,7 +80,7 @@ describe('a repeated query parameter is read as its first value everywhere', () 
       })
       statuses.push(res.statusCode)
     }
-    assert.deepEqual(statuses, [200, 200, 429, 429])
+    assert.deepEqual(statuses, [400, 400, 429, 429])
     assert.equal(h.backend.requests.filter((r) => r.target.startsWith('/token')).length, 2)
   })
 
