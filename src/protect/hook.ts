@@ -6,6 +6,8 @@ import { SessionCheckUnavailableError, type SessionChecker } from './session.ts'
 import { JwksUnavailableError, TokenRejected } from './errors.ts'
 import type { TokenVerifier } from './verify.ts'
 import { bearerChallenge, type BearerChallenge } from './www-authenticate.ts'
+import { ROUTE_ACCESS } from '../openapi/types.ts'
+import { documentedAccess } from '../routes-dsl/access.ts'
 
 /** What the route hooks need: built once by the protect plugin, shared by every protected route. */
 export interface Protection {
@@ -161,7 +163,9 @@ export function createProtection(
       const auth = normaliseAuth(option)
       if (auth.session && !sessions)
         throw new TypeError('protect: `session: true` needs `sessionCheck` in the protect options')
-      return (request, reply) => authenticate(request, reply, auth)
+      const check: onRequestHookHandler = (request, reply) => authenticate(request, reply, auth)
+      // The route it protects documents its 401 (and 403) with the challenge, as defineRoute's do.
+      return Object.assign(check, { [ROUTE_ACCESS]: documentedAccess(auth) })
     },
   }
 }
