@@ -39,8 +39,6 @@ declare module 'fastify' {
 
 // Methods whose request body is read and forwarded (Supabase Auth reads JSON bodies on DELETE too).
 const FORWARDED_BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
-/** The methods a wrong-method request on a root alias may use (`OPTIONS` stays Fastify's). */
-const ALIAS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 
 // Responses are the backend's bytes: schemas here document, they never serialise.
 const noSerializer = () => (data: unknown) => JSON.stringify(data)
@@ -262,8 +260,9 @@ export function mountRootAliases(app: FastifyInstance, options: MountOptions): v
     if (!route.rootAlias) continue
     const suffix = route.path.slice('/.well-known/'.length)
     const schema = routeSchema(route, false)
-    // The other methods get the 405 the same path under the prefix gives.
-    const others = ALIAS_METHODS.filter((m) => m !== route.method)
+    // Every other method Fastify routes (OPTIONS, TRACE and QUERY too) gets the 405 the same path
+    // under the prefix gives: outside the prefix, the application's not-found answer would be a 404.
+    const others = app.supportedMethods.filter((m) => m !== route.method)
     app.route({
       method: others,
       url: `/.well-known/${suffix}${options.prefix}`,

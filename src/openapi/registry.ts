@@ -1,5 +1,19 @@
 import type { FastifyInstance, RouteOptions } from 'fastify'
-import type { RouteEntry, RouteSchema } from './types.ts'
+import { ROUTE_ACCESS, type RouteAccess, type RouteEntry, type RouteSchema } from './types.ts'
+
+const HOOKS = ['onRequest', 'preParsing', 'preValidation', 'preHandler'] as const
+
+/** The access a route's own hooks document (`ROUTE_ACCESS`), if one of them does. */
+function hookedAccess(route: RouteOptions): RouteAccess | undefined {
+  for (const name of HOOKS) {
+    const hooks = route[name] as unknown
+    for (const hook of Array.isArray(hooks) ? hooks : [hooks]) {
+      const access = (hook as { [ROUTE_ACCESS]?: RouteAccess } | undefined)?.[ROUTE_ACCESS]
+      if (access !== undefined) return access
+    }
+  }
+  return undefined
+}
 
 /**
  * Every route registered on an instance, as the document builder needs it. Fastify has no public
@@ -44,8 +58,12 @@ export function createRegistry(app: FastifyInstance): RouteRegistry {
 
     // Recorded as given, never changed: what Fastify validates must not depend on whether a
     // registry listens.
-    const schema = route.schema as RouteSchema | undefined
-    if (schema?.hide === true) return
+    const given = route.schema as RouteSchema | undefined
+    if (given?.hide === true) return
+    // A check installed by hand documents itself; the recorded schema is a copy, the route's own
+    // stays as given.
+    const access = given?.access === undefined ? hookedAccess(route) : undefined
+    const schema = access === undefined ? given : { ...given, access }
     list.push({ methods, url, schema, config: route.config as Record<string, unknown> | undefined })
     version++
   })

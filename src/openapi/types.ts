@@ -51,8 +51,16 @@ export interface RouteSchema {
 export type SecurityRequirement = Record<string, string[]>
 
 /**
+ * A hook function carrying this key documents the access check it makes: the registry reads it from
+ * the hooks of a route (`onRequest`, `preParsing`, `preValidation`, `preHandler`) that states no
+ * `access` of its own, so a route protected by hand documents what its check answers.
+ */
+export const ROUTE_ACCESS: unique symbol = Symbol.for('authgate.routeAccess')
+
+/**
  * A route's own access check as the document shows it, stated by whatever installs the check
- * (`defineRoute` with `auth`). The builder needs no knowledge of how tokens are checked.
+ * (`defineRoute` with `auth`, or a hook carrying `ROUTE_ACCESS`). The builder needs no knowledge
+ * of how tokens are checked.
  */
 export interface RouteAccess {
   /** The requirements the check accepts; `schema.security` still wins when the route states it. */

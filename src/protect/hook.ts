@@ -7,6 +7,8 @@ import { JwksUnavailableError, TokenRejected } from './errors.ts'
 import type { TokenVerifier } from './verify.ts'
 import { bearerChallenge, type BearerChallenge } from './www-authenticate.ts'
 import { AuthgateConfigError } from '../core/config-error.ts'
+import { ROUTE_ACCESS } from '../openapi/types.ts'
+import { documentedAccess } from './access.ts'
 
 /** What the route hooks need: built once by the protect plugin, shared by every protected route. */
 export interface Protection {
@@ -166,7 +168,9 @@ export function createProtection(
       const auth = normaliseAuth(option)
       if (auth.session && !sessions)
         throw new AuthgateConfigError('auth.session', '`session: true` needs `sessionCheck` in the protect options')
-      return (request, reply) => authenticate(request, reply, auth)
+      const check: onRequestHookHandler = (request, reply) => authenticate(request, reply, auth)
+      // The route it protects documents its 401 (and 403) with the challenge, as defineRoute's do.
+      return Object.assign(check, { [ROUTE_ACCESS]: documentedAccess(auth) })
     },
   }
 }

@@ -13,7 +13,7 @@ import { normaliseAuth, type AuthOption } from '../protect/requirement.ts'
 import { mergeObjectSchemas } from '../openapi/json-schema.ts'
 import { applyFieldTags } from '../openapi/request-split.ts'
 import type { JsonSchema, SecurityRequirement } from '../openapi/types.ts'
-import { documentedAccess } from './access.ts'
+import { documentedAccess } from '../protect/access.ts'
 
 /**
  * How an application declares its own typed routes beside the mounted auth routes: one object

@@ -38,6 +38,26 @@ describe('`""` read as absent on the fields a handler reads so', () => {
     assert.equal(emptyAdmitted({ type: 'string' }, ['email']).type, 'string')
   })
 
+  test('a union of strings and null admits "" with its null beside the type; other unions stay', () => {
+    const pkce = {
+      description: 'PKCE',
+      examples: ['E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'],
+      anyOf: [{ type: 'string', minLength: 43 }, { type: 'null' }],
+    }
+    const mixed = { anyOf: [{ type: 'string' }, { type: 'integer' }] }
+    const out = emptyAdmitted({ type: 'object', properties: { pkce, mixed } }, ['pkce', 'mixed'])
+    assert.deepEqual(out.properties.pkce, {
+      description: 'PKCE. `""` is read as absent',
+      examples: pkce.examples,
+      type: ['string', 'null'],
+      anyOf: [{ minLength: 43 }, { maxLength: 0 }],
+    })
+    assert.equal(out.properties.mixed, mixed)
+    const validate = bodyAjv.compile(out.properties.pkce!)
+    for (const ok of ['', null, 'a'.repeat(43)]) assert.equal(validate(ok), true, String(ok))
+    assert.equal(validate('short'), false)
+  })
+
   test('present counts a non-empty string only', () => {
     const validate = bodyAjv.compile({ not: present('email', 'phone') })
     assert.equal(validate({ email: 'a', phone: 'b' }), false)

@@ -157,7 +157,15 @@ describe('anonymous sign-in and the password rules of /signup', () => {
     const op = doc.paths['/auth/signup'].post
     const schema = op.requestBody.content['application/json'].schema
     const body = schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema
-    assert.deepEqual(body.dependentRequired, { email: ['password'], phone: ['password'] })
+    // An e-mail or a phone given (a non-empty string: `null` and `""` are absent) needs a password.
+    const given = { type: 'string', minLength: 1 }
+    assert.deepEqual(body.allOf[0].if, {
+      anyOf: [
+        { required: ['email'], properties: { email: given } },
+        { required: ['phone'], properties: { phone: given } },
+      ],
+    })
+    assert.deepEqual(body.allOf[0].then.required, ['password'])
     assert.equal((body.required ?? []).includes('password'), false)
     assert.match(body.description, /anonymous/)
     assert.ok(op.responses['422'], 'weak_password 422 is documented')

@@ -63,3 +63,36 @@ test('the document follows each route’s real requirement', async () => {
   assert.deepEqual(metadata.security, [])
   await app.close()
 })
+
+test('a route protected by hand with protection.hook() documents its 401 with the challenge', async () => {
+  const app = Fastify()
+  const registry = createRegistry(app)
+  await app.register(authgateProtect, { jwksUrl: new URL('http://127.0.0.1:1/jwks'), issuer: ISSUER })
+  const ok = async () => ({ ok: true })
+  const protection = app.authgateProtect!
+  app.get('/hand', { onRequest: protection.hook('required') }, ok)
+  app.get('/hand-role', { preHandler: [async () => undefined, protection.hook({ role: 'admin' })] }, ok)
+  app.get('/hand-optional', { onRequest: protection.hook('optional') }, ok)
+  // A route stating its own access keeps it.
+  app.get(
+    '/stated',
+    {
+      onRequest: protection.hook({ role: 'admin' }),
+      schema: { access: { security: [{ bearerAuth: [] }], errors: { '401': {} } } },
+    },
+    ok,
+  )
+  app.get('/unhooked', ok)
+  await app.ready()
+
+  const doc = buildOpenApiDocument(registry.entries())
+  const op = (path: string) => (doc.paths[path] as Record<string, Op>).get!
+  assert.ok(op('/hand').responses['401']!.headers?.['WWW-Authenticate'])
+  assert.ok(op('/hand-role').responses['401']!.headers?.['WWW-Authenticate'])
+  assert.ok(op('/hand-role').responses['403']!.headers?.['WWW-Authenticate'])
+  assert.deepEqual(op('/hand-optional').security, [{}, { bearerAuth: [] }])
+  assert.equal(op('/stated').responses['401']!.headers, undefined)
+  assert.equal(op('/stated').responses['403'], undefined)
+  assert.equal(op('/unhooked').responses['401']!.headers, undefined)
+  await app.close()
+})

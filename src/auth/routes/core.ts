@@ -48,7 +48,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Sign up with e-mail or phone and password',
     description:
       'Returns a session when the user is confirmed automatically, otherwise the user awaiting confirmation. Without e-mail and phone this is an anonymous sign-in.',
-    emptyIsAbsent: ['email', 'phone'],
+    emptyIsAbsent: ['email', 'phone', 'code_challenge', 'code_challenge_method'],
     body: req.SignupRequest,
     query: redirectQuery,
     examples: {
@@ -152,7 +152,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Send a one-time code or magic link',
     description:
       'Sends a magic link or a one-time code by e-mail, or a code by SMS/WhatsApp. Creates the user unless `create_user` is `false`. Exchange the code at `POST /verify`.',
-    emptyIsAbsent: ['email', 'phone'],
+    emptyIsAbsent: ['email', 'phone', 'code_challenge', 'code_challenge_method'],
     body: req.OTPRequest,
     query: redirectQuery,
     examples: {
@@ -174,7 +174,7 @@ export const coreRoutes = withDefaults(CORE, [
     description:
       'The older form of `POST /otp` with an e-mail, still served by Supabase Auth: sends a magic link, or signs an unknown address up and sends its confirmation. Validated, rate limited, limited per account and counted against the e-mail budget as `POST /otp` is.',
     deprecated: true,
-    emptyIsAbsent: ['email'],
+    emptyIsAbsent: ['email', 'code_challenge', 'code_challenge_method'],
     body: req.MagicLinkRequest,
     query: redirectQuery,
     examples: {
@@ -221,7 +221,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Send a password recovery e-mail',
     description:
       'Sends a password recovery link to the address. Answers 200 also for unknown addresses, so it cannot be used to find accounts.',
-    emptyIsAbsent: ['email'],
+    emptyIsAbsent: ['email', 'code_challenge', 'code_challenge_method'],
     body: req.RecoverRequest,
     query: redirectQuery,
     examples: { email: { summary: 'Recovery e-mail', value: { email: 'user@example.com' } } },
@@ -234,7 +234,7 @@ export const coreRoutes = withDefaults(CORE, [
     path: '/resend',
     summary: 'Resend a confirmation message',
     description: 'Resends the sign-up confirmation or the e-mail/phone change message.',
-    emptyIsAbsent: ['type', 'email', 'phone'],
+    emptyIsAbsent: ['type', 'email', 'phone', 'code_challenge', 'code_challenge_method'],
     body: req.ResendRequest,
     query: redirectQuery,
     examples: {
@@ -275,7 +275,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Update the signed-in user',
     description:
       'Changes e-mail, phone, password or `user_metadata` (`data`). An e-mail or phone change is confirmed by a message to the new address.',
-    emptyIsAbsent: ['email', 'phone'],
+    emptyIsAbsent: ['email', 'phone', 'code_challenge', 'code_challenge_method'],
     body: req.UpdateUserRequest,
     query: redirectQuery,
     examples: { metadata: { summary: 'Change user metadata', value: { data: { name: 'Ada Lovelace' } } } },

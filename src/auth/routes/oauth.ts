@@ -104,6 +104,8 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     summary: 'Register an OAuth client',
     description:
       'RFC 7591 dynamic client registration, when the backend allows it (`GOTRUE_OAUTH_SERVER_ALLOW_DYNAMIC_REGISTRATION`). Rate limited by authgate.',
+    // Supabase Auth checks each of these only when it is not empty.
+    emptyIsAbsent: ['client_type', 'token_endpoint_auth_method', 'client_uri', 'logo_uri'],
     body: oauth.ClientRegistrationRequest,
     examples: {
       public: {

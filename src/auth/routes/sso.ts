@@ -17,6 +17,7 @@ export const ssoRoutes = withDefaults(SSO, [
     summary: 'Start a SAML single sign-on',
     description:
       'Finds the SAML identity provider by id or e-mail domain and redirects to it (303), or answers `{url}` with `skip_http_redirect: true`, as supabase-js asks. 404 `saml_provider_disabled` when SAML is off on Supabase Auth.',
+    emptyIsAbsent: ['code_challenge', 'code_challenge_method'],
     body: SSORequest,
     responses: {
       200: { description: 'The identity provider URL (`skip_http_redirect: true`)', schema: UrlResponse },

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox'
+import { present } from './presence.ts'
 
 /**
  * Property builders that force a description and an example on every property, so the OpenAPI
@@ -88,12 +89,9 @@ export const NO_PROTOTYPE_KEYS = {
 
 /**
  * A PKCE challenge needs its method: Supabase Auth refuses the pair half given, or fails on it
- * (`PUT /user`). Applies when `code_challenge` is a string (supabase-js sends `null` for both
- * outside PKCE mode).
+ * (`PUT /user`). Applies when `code_challenge` is given, a non-empty string (supabase-js sends
+ * `null` for both outside PKCE mode, and Supabase Auth reads `""` as absent).
  */
 export const PKCE_PAIR = {
-  code_challenge: {
-    if: { properties: { code_challenge: { type: 'string' } } },
-    then: { required: ['code_challenge_method'], properties: { code_challenge_method: { type: 'string' } } },
-  },
+  code_challenge: { if: present('code_challenge'), then: present('code_challenge_method') },
 } as const

@@ -38,11 +38,26 @@ export const present = (...fields: string[]) => ({
  * too, needs a `type` next to it.
  */
 function orEmpty(property: Schema): Schema {
+  const described = (d: unknown) => (typeof d === 'string' ? { description: `${d}. \`""\` is read as absent` } : {})
+  if (Array.isArray(property.anyOf)) {
+    // A union of strings and `null` (the PKCE fields): the same shape, its null a type beside it.
+    const { anyOf, description, ...outer } = property
+    const members = anyOf as Schema[]
+    const strings = members.filter((m) => m.type === 'string')
+    const nulls = members.filter((m) => m.type === 'null')
+    if (strings.length + nulls.length !== members.length || strings.length === 0) return property
+    return {
+      ...outer,
+      ...described(description),
+      type: nulls.length > 0 ? ['string', 'null'] : 'string',
+      anyOf: [...strings.map(({ type: _type, ...rule }) => rule), { maxLength: 0 }],
+    }
+  }
   if (property.type !== 'string') return property
   const { type, description, examples, ...rule } = property
   return {
     type,
-    ...(typeof description === 'string' ? { description: `${description}. \`""\` is read as absent` } : {}),
+    ...described(description),
     ...(examples !== undefined ? { examples } : {}),
     anyOf: [rule, { maxLength: 0 }],
   }

@@ -1,5 +1,5 @@
 import type { RouteAccess } from '../openapi/types.ts'
-import { canForbid, type RouteAuth } from '../protect/requirement.ts'
+import { canForbid, type RouteAuth } from './requirement.ts'
 
 /** The `WWW-Authenticate` header of a protected route's 401 and 403. */
 const CHALLENGE = {
