@@ -111,9 +111,9 @@ describe('two workers', () => {
 })
 
 /** A password sign-in on its own connection; resolves to the status. */
-function signIn(port: number, clientIp: string): Promise<number> {
+function signIn(port: number, clientIp: string, password = `guess-${clientIp}`): Promise<number> {
   return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ email: 'victim@example.com', password: `guess-${clientIp}` })
+    const body = JSON.stringify({ email: 'victim@example.com', password })
     const req = request(
       {
         host: '127.0.0.1',
@@ -135,12 +135,15 @@ function signIn(port: number, clientIp: string): Promise<number> {
 
 describe('two workers without Redis or a configured key secret', () => {
   it('count one account as one: exactly 10 failed sign-ins, whichever worker serves them', async () => {
-    const backend = await startFakeBackend((req, res) => {
-      res.writeHead(req.url!.startsWith('/token') ? 400 : 200, {
-        'content-type': 'application/json',
-        'x-sb-error-code': 'invalid_credentials',
-      })
-      res.end('{"code":400,"error_code":"invalid_credentials","msg":"Invalid login credentials"}')
+    // Wrong passwords are refused as Supabase Auth refuses them; the owner's is accepted.
+    const backend = await startFakeBackend((req, res, body) => {
+      if (req.url!.startsWith('/token') && !body.toString().includes('owner-password')) {
+        res.writeHead(400, { 'content-type': 'application/json', 'x-sb-error-code': 'invalid_credentials' })
+        res.end('{"code":400,"error_code":"invalid_credentials","msg":"Invalid login credentials"}')
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{}')
     })
     const child = spawn(process.execPath, ['src/main.ts'], {
       env: {
@@ -166,7 +169,12 @@ describe('two workers without Redis or a configured key secret', () => {
       assert.equal(ready().length, 2, `workers did not start:\n${out}`)
       const port = Number(new URL((JSON.parse(ready()[0]!) as { address: string }).address).port)
       const statuses: number[] = []
-      for (let i = 0; i < 24; i++) statuses.push(await signIn(port, `198.51.100.${i + 1}`))
+      const owner: number[] = []
+      for (let i = 0; i < 24; i++) {
+        statuses.push(await signIn(port, `198.51.100.${i + 1}`))
+        // The owner signs in between the guesses: each success gives its unit back, on whichever worker.
+        if (i % 3 === 0) owner.push(await signIn(port, '203.0.113.9', 'owner-password'))
+      }
       const pids = new Set(
         out
           .split('\n')
@@ -178,7 +186,9 @@ describe('two workers without Redis or a configured key secret', () => {
       )
       assert.equal(statuses.filter((s) => s === 400).length, 10, String(statuses))
       assert.equal(statuses.filter((s) => s === 429).length, 14, String(statuses))
-      assert.equal(backend.requests.filter((r) => r.target.startsWith('/token')).length, 10)
+      // The owner got in each time before the tenth failure, and was refused with everyone after it.
+      assert.deepEqual(owner, [200, 200, 200, 429, 429, 429, 429, 429])
+      assert.equal(backend.requests.filter((r) => r.target.startsWith('/token')).length, 13)
       assert.equal(pids.size, 2, 'both workers served sign-ins')
     } finally {
       child.kill('SIGTERM')

@@ -310,7 +310,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Abuse protection',
     defaultText: 'random per process',
     meaning:
-      'secret of the HMAC that turns an e-mail or phone into a rate-limit key (at least 32 characters); the same on every replica sharing a Redis',
+      "secret of the HMAC that turns an e-mail or phone into a rate-limit key, and of the device cookies (at least 32 characters); the same on every replica sharing a Redis (the workers of one service share the primary's random one)",
   },
   {
     name: 'AUTHGATE_ACCOUNT_DEVICE_COOKIE',
@@ -336,7 +336,8 @@ export const SETTINGS: readonly Setting[] = [
     name: 'AUTHGATE_BUDGET_CLIENT_SHARE',
     group: 'Abuse protection',
     default: '20%',
-    meaning: 'most of each budget one client IP may spend (`100%`: no share limit)',
+    meaning:
+      'most of each budget one client IP may spend while the budget is short (less than half of its burst left); a client alone is not held to it while there is room (`100%`: no share limit)',
   },
   {
     name: 'AUTHGATE_CLIENT_IP_HEADER',

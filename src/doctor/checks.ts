@@ -1,4 +1,5 @@
 import type { Budget } from '../ratelimit/abuse-config.ts'
+import { devicePolicy } from '../ratelimit/device-cookie.ts'
 import type { CoreConfig } from '../config.ts'
 import type { BackendResponse, SupabaseAuthClient } from '../core/backend.ts'
 import { isRecord } from '../core/is-record.ts'
@@ -438,7 +439,15 @@ function limitChecks(
     add({
       check: 'accounts',
       status: 'ok',
-      message: `per account: ${[...accounts.routes].map(([r, p]) => `${r} ${p.limit}/${windowText(p.windowMs)}`).join(', ')}${token ? '' : ' (password sign-in not limited per account)'}`,
+      message: `per account: ${[...accounts.routes]
+        .map(([r, p]) => `${r} ${p.limit}/${windowText(p.windowMs)}${r === 'POST /token' ? ' failed' : ''}`)
+        .join(', ')}${
+        token === undefined
+          ? ' (password sign-in not limited per account)'
+          : accounts.deviceCookie
+            ? `; a browser with the account's device cookie ${devicePolicy(token).limit}/${windowText(token.windowMs)} of its own`
+            : '; no device cookies (AUTHGATE_ACCOUNT_DEVICE_COOKIE=off): strangers can lock an account out'
+      }`,
     })
   }
 }

@@ -263,7 +263,16 @@ describe('authgate doctor checks', () => {
     const two = find(await runChecks(input({ workers: 2 })), 'accounts')
     assert.equal(two.status, 'warn')
     assert.match(two.message, /the 2 workers share the primary's, but a restart forgets/)
-    assert.equal(find(await runChecks(input({ workers: 1 })), 'accounts').status, 'ok')
+    const one = find(await runChecks(input({ workers: 1 })), 'accounts')
+    assert.equal(one.status, 'ok')
+    assert.match(
+      one.message,
+      /^per account: POST \/token 10\/15m failed, .*; a browser with the account's device cookie 5\/15m of its own$/,
+    )
+    const noDevice = find(await runChecks(input({ env: { AUTHGATE_ACCOUNT_DEVICE_COOKIE: 'off' } })), 'accounts')
+    assert.match(noDevice.message, /no device cookies .*: strangers can lock an account out$/)
+    const noToken = input({ env: { AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=off' } })
+    assert.match(find(await runChecks(noToken), 'accounts').message, /password sign-in not limited per account/)
     const configured = input({ workers: 2, env: { AUTHGATE_ACCOUNT_KEY_SECRET: 's'.repeat(32) } })
     assert.equal(find(await runChecks(configured), 'accounts').status, 'ok')
   })

@@ -468,6 +468,35 @@ describe('per-account limits when the store fails, and their log lines', () => {
     assert.deepEqual([calls, counters.storeErrors, counters.failedOpen], [1, 1, 4])
   })
 
+  it('gives the shared unit back when the share cannot be decided (fail-closed), and counts a refund that fails', async (t) => {
+    const memory = new MemoryStore()
+    let takes = 0
+    const h = await withFakeBackend(
+      {},
+      {
+        rateLimit: loadRateLimitSettings({
+          AUTHGATE_RATE_LIMITED_ROUTES: 'none',
+          AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT: 'off',
+          AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: 'closed',
+        }),
+        rateLimitStore: {
+          // The shared budget decides; the store is gone by the client's share, and for the refund.
+          take: (key, policy) =>
+            ++takes === 1 ? memory.take(key, policy) : Promise.reject(new Error('connection lost')),
+          refund: () => Promise.reject(new Error('connection lost')),
+          close: () => memory.close(),
+        },
+      },
+    )
+    t.after(() => h.close())
+    const res = await h.app.inject(json('/auth/recover', { email: 'a@example.com' }, '203.0.113.1'))
+    assert.equal(res.statusCode, 429)
+    assert.match(res.json().msg, /temporarily unavailable/)
+    await new Promise((r) => setImmediate(r))
+    const counters = h.app.authgate.rateLimiter!.counters
+    assert.deepEqual([takes, counters.failedClosed, counters.storeErrors], [2, 1, 2])
+  })
+
   it('logs which limit answered on which route, never the account', async (t) => {
     const { logCapture } = await import('../support/log-capture.ts')
     const logs = logCapture()
