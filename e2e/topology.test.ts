@@ -19,10 +19,10 @@ import {
  * the client's address in X-Forwarded-For and takes a replica out of rotation while its readiness
  * answers 503, as the recipe's HAProxy does (deploy/haproxy.cfg; HAProxy itself is not needed).
  */
-const REDIS_URL = process.env.AUTHGATE_TOPOLOGY_REDIS_URL ?? 'redis://127.0.0.1:6379'
-const redisPort = new URL(REDIS_URL).port || '6379'
+// The Redis a developer's machine and CI run (the replicas keep to a key prefix of this run's).
+const REDIS_URL = 'redis://127.0.0.1:6379'
 const noRedis =
-  spawnSync('redis-cli', ['-p', redisPort, 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG'
+  spawnSync('redis-cli', ['-p', '6379', 'ping'], { encoding: 'utf8' }).stdout?.trim() === 'PONG'
     ? undefined
     : `no Redis answers at ${REDIS_URL} (Debian: apt-get install redis-server)`
 const skip = (await backendUnavailableReason()) ?? noRedis ?? false
