@@ -272,3 +272,36 @@ describe('requirement: audience, clients, resource', () => {
     assert.equal(routeAuthOf({ auth: { ...legacy, resource: 1 } }), undefined)
   })
 })
+
+describe('protect: the configured audience, and a resource only found undeclared at request time', () => {
+  let key: SigningKey
+  let server: KeyServer
+  before(async () => {
+    key = await makeKey()
+    server = await startKeyServer([key.publicJwk])
+  })
+  after(() => server.close())
+
+  it("protect's `audience`, a string or a list, is every route's default", async () => {
+    for (const audience of ['my-api', ['other', 'my-api']]) {
+      const app = Fastify()
+      await app.register(authgateProtect, { backendUrl: new URL(server.url), issuer: ISSUER, audience })
+      app.route(defineRoute({ method: 'GET', url: '/me', auth: 'required', handler: ok }))
+      await app.ready()
+      assert.equal((await call(app, 'GET', '/me', await sign(key, { aud: 'my-api' }))).statusCode, 200)
+      assert.equal((await call(app, 'GET', '/me', await sign(key))).statusCode, 401)
+      await app.close()
+    }
+  })
+
+  it('a route defined before the plugin that names an undeclared resource answers 500, never lets through', async () => {
+    const app = Fastify()
+    // Registered on the root before the plugin: the start-up check does not see it.
+    app.route(defineRoute({ method: 'POST', url: '/mcp', auth: { resource: MCP }, handler: ok }))
+    await app.register(authgateProtect, { backendUrl: new URL(server.url), issuer: ISSUER })
+    await app.ready()
+    const res = await call(app, 'POST', '/mcp', await sign(key, { aud: MCP, client_id: CLIENT }))
+    assert.equal(res.statusCode, 500)
+    await app.close()
+  })
+})
