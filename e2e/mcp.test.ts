@@ -1,18 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { GoTrueClient } from '@supabase/auth-js'
+import type { GoTrueClient } from '@supabase/auth-js'
 import * as oauth from 'oauth4webapi'
-import { authgateProtect } from '../src/protect/index.ts'
-import { defineRoute } from '../src/routes-dsl/index.ts'
 import { decodeJws } from './support/jws.ts'
-import { AUTH_ADMIN_ROLE, postgresTarget, runPsql } from './support/postgres.ts'
-import { startGateway, type Gateway } from './support/stack.ts'
-import {
-  backendUnavailableReason,
-  reservePort,
-  startSupabaseAuth,
-  type SupabaseAuthServer,
-} from './support/supabase-auth.ts'
+import { startMcpStack, type McpStack } from './support/mcp-stack.ts'
+import { backendUnavailableReason } from './support/supabase-auth.ts'
 
 const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }
@@ -26,36 +18,12 @@ const insecure = { [oauth.allowInsecureRequests]: true }
 const TRANSCRIPT = process.env.AUTHGATE_E2E_TRANSCRIPT === '1'
 
 /**
- * The access-token hook of docs/mcp.md: tokens issued to an OAuth client are for the MCP server
- * (`aud`) and carry the scope the hook grants; first-party session tokens are left as they are.
- */
-function hookSql(resource: string): string {
-  return `
-    create or replace function public.mcp_access_token_hook(event jsonb) returns jsonb
-    language plpgsql stable as $$
-    declare
-      claims jsonb := event->'claims';
-    begin
-      if coalesce(claims->>'client_id', '') <> '' then
-        claims := jsonb_set(claims, '{aud}', to_jsonb('${resource}'::text));
-        claims := jsonb_set(claims, '{scope}', to_jsonb(trim(coalesce(claims->>'scope', '') || ' todos:read')));
-      end if;
-      return jsonb_build_object('claims', claims);
-    end;
-    $$;
-    grant usage on schema public to ${AUTH_ADMIN_ROLE};
-    grant execute on function public.mcp_access_token_hook(jsonb) to ${AUTH_ADMIN_ROLE};
-    revoke execute on function public.mcp_access_token_hook(jsonb) from public;`
-}
-
-/**
  * An MCP server behind authgate, its client played by oauth4webapi doing what the MCP SDK does:
  * a 401 names the resource metadata, which names the authorization server; the client registers,
  * authorizes with `resource`, checks `iss`, and calls the server with a token for it alone.
  */
 describe('an MCP server behind authgate and Supabase Auth (oauth4webapi as the MCP client)', () => {
-  let backend: SupabaseAuthServer
-  let gateway: Gateway
+  let stack: McpStack
   let publicOrigin = ''
   let publicUrl = ''
   let resource = ''
@@ -64,81 +32,19 @@ describe('an MCP server behind authgate and Supabase Auth (oauth4webapi as the M
   let sessionToken = ''
   let user: GoTrueClient
   let tokens: oauth.TokenEndpointResponse
-  const lines: string[] = []
 
-  /** Requests to the public origin go to the same authgate over 127.0.0.1, and are written down. */
-  const viaGateway: typeof fetch = async (input, init) => {
-    const url = new URL(input instanceof Request ? input.url : input.toString())
-    assert.equal(url.origin, publicOrigin, "a request left authgate's origin")
-    const response = await fetch(`${gateway.url}${url.pathname}${url.search}`, init)
-    lines.push(`${init?.method ?? 'GET'} ${url.pathname}${url.search} -> ${response.status}`)
-    return response
-  }
+  const viaGateway: typeof fetch = (input, init) => stack.fetch(input, init)
   const options = { ...insecure, [oauth.customFetch]: viaGateway }
 
   before(async () => {
     if (unavailable !== undefined) return
-    const reservation = await reservePort()
-    publicOrigin = `http://localhost:${reservation.port}`
-    publicUrl = `${publicOrigin}/auth`
-    resource = `${publicOrigin}/mcp`
-    backend = await startSupabaseAuth({
-      publicUrl,
-      database: DATABASE,
-      extraEnv: {
-        GOTRUE_HOOK_CUSTOM_ACCESS_TOKEN_ENABLED: 'true',
-        GOTRUE_HOOK_CUSTOM_ACCESS_TOKEN_URI: 'pg-functions://postgres/public/mcp_access_token_hook',
-      },
-    })
-    await reservation.release()
-    await runPsql(postgresTarget(), backend.database, hookSql(resource))
-    gateway = await startGateway(backend, {
-      port: reservation.port,
-      prefix: '/auth',
-      label: 'authgate in front of an MCP server',
-      beforeListen: async (app) => {
-        await app.register(authgateProtect, {
-          backendUrl: new URL(backend.url),
-          issuer: publicUrl,
-          resources: [{ resource, resourceName: 'Todo MCP server', scopesSupported: ['openid', 'email'] }],
-          hookScopes: ['todos:read'],
-        })
-        const answer = async (request: { user: { sub: string; client_id: string | undefined } | null }) => ({
-          sub: request.user?.sub,
-          client_id: request.user?.client_id,
-        })
-        app.route(defineRoute({ method: 'POST', url: '/mcp', tags: ['MCP'], auth: { resource }, handler: answer }))
-        app.route(
-          defineRoute({
-            method: 'POST',
-            url: '/mcp/todos',
-            tags: ['MCP'],
-            auth: { resource, scope: 'todos:read' },
-            handler: answer,
-          }),
-        )
-        app.route(defineRoute({ method: 'GET', url: '/api/me', tags: ['App'], auth: 'required', handler: answer }))
-      },
-    })
-    user = new GoTrueClient({
-      url: `${gateway.url}/auth`,
-      persistSession: false,
-      autoRefreshToken: false,
-      detectSessionInUrl: false,
-    })
-    const signUp = await user.signUp({ email: EMAIL, password: PASSWORD })
-    assert.equal(signUp.error, null)
-    sessionToken = signUp.data.session?.access_token ?? ''
-    assert.ok(sessionToken)
+    stack = await startMcpStack(DATABASE, { email: EMAIL, password: PASSWORD })
+    ;({ publicOrigin, publicUrl, resource, user, sessionToken } = stack)
   })
 
   after(async () => {
-    if (TRANSCRIPT) console.log(lines.join('\n'))
-    try {
-      await gateway?.close()
-    } finally {
-      await backend?.stop()
-    }
+    if (TRANSCRIPT && stack) console.log(stack.lines.join('\n'))
+    await stack?.stop()
   })
 
   const mcpCall = (token: string | undefined, path = '/mcp') =>
@@ -239,7 +145,7 @@ describe('an MCP server behind authgate and Supabase Auth (oauth4webapi as the M
       assert.equal(error, null)
       const callback = new URL(data!.redirect_url)
       assert.equal(callback.searchParams.get('iss'), publicUrl)
-      lines.push(
+      stack.lines.push(
         `consent approved -> ${callback.origin}${callback.pathname}?code=…&state=…&iss=${callback.searchParams.get('iss')}`,
       )
 
@@ -298,7 +204,7 @@ describe('an MCP server behind authgate and Supabase Auth (oauth4webapi as the M
       (err: unknown) => err instanceof oauth.ResponseBodyError && err.error === 'invalid_grant',
     )
     // Supabase Auth itself answers in its own shape.
-    const straight = await fetch(`${backend.url}/oauth/token`, {
+    const straight = await fetch(`${stack.backend.url}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({
