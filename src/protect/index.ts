@@ -86,7 +86,10 @@ export function createProtectionFromOptions(options: ProtectOptions): {
     }
     const resolved = resolveResourceMetadata(options.issuer, { ...given, resource: identifier })
     if (paths.has(resolved.path))
-      throw new AuthgateConfigError(`${where}.resource`, `${identifier}: its metadata path ${resolved.path} is taken`)
+      throw new AuthgateConfigError(
+        `${where}.resource`,
+        `${identifier}: its metadata path ${resolved.path} is taken by another resource, or by the application's own metadata (\`resourceMetadata: false\` frees it)`,
+      )
     if (resolved.document.scopes_supported) {
       scopes.check(resolved.document.scopes_supported, `${where}.scopesSupported`)
       // Only what a client can ask for is advertised: the hook's scopes are granted, not requested.
