@@ -1,6 +1,9 @@
 import type { FastifyRequest } from 'fastify'
 import type { BackendFetch } from '../core/backend.ts'
-import type { HeldAnswer } from '../proxy/relay.ts'
+import type { AnswerMend } from '../proxy/relay.ts'
+
+/** A whole backend answer as a mend sees it (named through the mend's type, wherever it is declared). */
+type HeldAnswer = Parameters<AnswerMend>[0]
 
 // The OAuth 2.1 server's answers where Supabase Auth departs from what OAuth clients (the MCP
 // SDK among them) act on: the issuer of an authorization response (RFC 9207) and the error shape

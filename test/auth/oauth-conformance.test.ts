@@ -12,8 +12,10 @@ import {
   type IssuerBackend,
 } from '../../src/auth/oauth-conformance.ts'
 import type { BackendResponse } from '../../src/core/backend.ts'
-import type { HeldAnswer } from '../../src/proxy/relay.ts'
+import type { AnswerMend } from '../../src/proxy/relay.ts'
 import { withFakeBackend } from '../support/app.ts'
+
+type HeldAnswer = Parameters<AnswerMend>[0]
 
 const ISSUER = 'https://api.example.com/auth'
 const JSON_TYPE = ['Content-Type', 'application/json']
