@@ -87,7 +87,13 @@ export function createProtection(
     if (header === undefined || header === '') {
       if (auth.mode === 'optional') return undefined
       // RFC 6750 §3.1: a request without credentials gets no error code, only the challenge.
-      return fail(request, reply, 'no_authorization', undefined, { resourceMetadata })
+      // MCP clients ask for the scopes a 401 names before those of the metadata; only scopes a
+      // client can ask for are named.
+      const scope = auth.resource !== undefined ? scopes.requestable(auth.scopes).join(' ') : ''
+      return fail(request, reply, 'no_authorization', undefined, {
+        resourceMetadata,
+        ...(scope !== '' ? { scope } : {}),
+      })
     }
     const match = BEARER.exec(header)
     if (!match) {

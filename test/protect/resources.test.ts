@@ -88,6 +88,28 @@ describe('protect: OAuth protected resources (MCP servers)', () => {
     )
   })
 
+  it("a resource route's 401 names the scopes it needs that a client can ask for", async () => {
+    const app2 = Fastify()
+    await app2.register(authgateProtect, {
+      backendUrl: new URL(server.url),
+      issuer: ISSUER,
+      resources: [{ resource: MCP }],
+      hookScopes: ['todos:write'],
+    })
+    app2.route(
+      defineRoute({ method: 'GET', url: '/a', auth: { resource: MCP, scope: ['email', 'todos:write'] }, handler: ok }),
+    )
+    app2.route(defineRoute({ method: 'GET', url: '/b', auth: { resource: MCP, scope: 'todos:write' }, handler: ok }))
+    app2.route(defineRoute({ method: 'GET', url: '/c', auth: { scope: 'email' }, handler: ok }))
+    await app2.ready()
+    const metadata = 'resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp"'
+    assert.equal((await call(app2, 'GET', '/a')).headers['www-authenticate'], `Bearer scope="email", ${metadata}`)
+    assert.equal((await call(app2, 'GET', '/b')).headers['www-authenticate'], `Bearer ${metadata}`)
+    // Not a resource route: the challenge stays as it was.
+    assert.doesNotMatch(String((await call(app2, 'GET', '/c')).headers['www-authenticate']), /scope=/)
+    await app2.close()
+  })
+
   it('a first-party session token (aud authenticated) is refused: invalid_token, another audience', async () => {
     const res = await call(app, 'POST', '/mcp', await sign(key))
     assert.equal(res.statusCode, 401)
