@@ -25,6 +25,7 @@ export const ERRORS = {
   insufficient_aal: { status: 401, message: 'This endpoint requires a higher authentication assurance level (MFA)' },
   insufficient_role: { status: 403, message: "The access token's role may not perform this operation" },
   insufficient_scope: { status: 403, message: 'The access token lacks a scope this operation requires' },
+  client_not_allowed: { status: 403, message: 'This operation does not accept tokens issued to this OAuth client' },
   // Cookie sessions (src/sessions/).
   no_session: { status: 401, message: 'No signed-in session: the session cookie is absent or the session has ended' },
   cross_site_request: {

@@ -62,14 +62,24 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
 }
 
 /** What the session gate adds to a forwarded request. */
-type Additions = Pick<ForwardTarget, 'headers' | 'rewrite'>
+type Additions = Pick<ForwardTarget, 'headers' | 'rewrite' | 'rewriteCacheable'>
 
-/** The additions with the route's own mend of its answer run first (docs/decisions.md, D28). */
-function withMend(route: AuthRoute, added: Additions | undefined): Additions | undefined {
+/**
+ * The additions with the route's own mend of its answer run first (docs/decisions.md, D28). A
+ * mend alone on a cacheable route is the same for every client: its answer may be cached.
+ */
+function withMend(route: AuthRoute, added: Additions | undefined, request: FastifyRequest): Additions | undefined {
   const mend = route.mend
   if (mend === undefined) return added
   const then = added?.rewrite
-  return { ...added, rewrite: async (answer) => (then ? then(mend(answer)) : mend(answer)) }
+  return {
+    ...added,
+    rewrite: async (answer) => {
+      const mended = await mend(answer, request)
+      return then ? then(mended) : mended
+    },
+    ...(then === undefined && route.cacheable === true ? { rewriteCacheable: true } : {}),
+  }
 }
 
 function plainForwardHandler(route: AuthRoute, options: MountOptions) {
@@ -87,7 +97,7 @@ function plainForwardHandler(route: AuthRoute, options: MountOptions) {
         body: sendsBody ? request.rawBody : undefined,
         cacheable: route.cacheable === true,
         ...(basic ? { headers: { authorization: basic } } : {}),
-        ...withMend(route, added),
+        ...withMend(route, added, request),
       })
     }
   }
@@ -107,7 +117,7 @@ function plainForwardHandler(route: AuthRoute, options: MountOptions) {
       method,
       path: resolved.path,
       body: sendsBody ? request.rawBody : undefined,
-      ...withMend(route, added),
+      ...withMend(route, added, request),
     })
   }
 }

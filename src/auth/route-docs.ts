@@ -25,7 +25,7 @@ const json = (schema: unknown) => ({ content: { 'application/json': { schema } }
 export const OAuthErrorSchema = {
   $id: 'OAuthErrorResponse',
   title: 'OAuthErrorResponse',
-  description: 'OAuth-style error (RFC 6749 §5.2), always with status 400',
+  description: 'OAuth-style error (RFC 6749 §5.2): status 400, or 401 for `invalid_client` with HTTP Basic credentials',
   type: 'object',
   properties: {
     error: { type: 'string', description: 'OAuth error code', examples: ['invalid_grant'] },
@@ -178,7 +178,7 @@ function responseSchemas(
     }
   }
   for (const [status, c] of codes) {
-    const oauth = route.oauthErrors === true && status === 400
+    const oauth = route.oauthErrors === true && (status === 400 || status === 401)
     out[String(status)] = {
       description: statusDescription(status, c, route, limited),
       ...(status === 429 && limited ? { headers: RATE_LIMIT_HEADERS } : {}),

@@ -479,6 +479,8 @@ export const TOOL_VARIABLES: readonly string[] = [
   'AUTHGATE_CHROMIUM',
   'AUTHGATE_E2E_MAIN',
   'AUTHGATE_E2E_DATABASE',
+  // e2e/mcp.test.ts prints the exchanges of its flow (docs/mcp.md).
+  'AUTHGATE_E2E_TRANSCRIPT',
 ]
 
 /** The variable's value, or the setting's default when unset or blank. */

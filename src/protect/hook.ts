@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { sendError, type ErrorCode } from '../errors.ts'
 import { aalRank, type AuthUser } from './claims.ts'
-import { canForbid, normaliseAuth, type AuthOption, type RouteAuth } from './requirement.ts'
+import { acceptedAudiences, canForbid, normaliseAuth, type AuthOption, type RouteAuth } from './requirement.ts'
 import { SessionCheckUnavailableError, type SessionChecker } from './session.ts'
 import { JwksUnavailableError, TokenRejected } from './errors.ts'
 import type { TokenVerifier } from './verify.ts'
@@ -9,6 +9,7 @@ import { bearerChallenge, type BearerChallenge } from './www-authenticate.ts'
 import { AuthgateConfigError } from '../core/config-error.ts'
 import { ROUTE_ACCESS } from '../openapi/types.ts'
 import { documentedAccess } from './access.ts'
+import { scopePolicy, type ScopePolicy } from './scopes.ts'
 
 /** What the route hooks need: built once by the protect plugin, shared by every protected route. */
 export interface Protection {
@@ -16,6 +17,12 @@ export interface Protection {
   readonly sessions: SessionChecker | undefined
   /** Absolute URL of the RFC 9728 metadata, when served. */
   readonly resourceMetadataUrl: string | undefined
+  /** The declared protected resources (the protect options' `resources`): identifier → metadata URL. */
+  readonly resources: ReadonlyMap<string, string>
+  /** The scopes routes may require: those the authorization server grants, and the access-token hook's. */
+  readonly scopes: ScopePolicy
+  /** Throws when a requirement cannot be met as configured (an undeclared resource, a scope nobody grants). */
+  check(auth: RouteAuth, where: string): void
   /** An `onRequest` hook enforcing one requirement (for routes not built with `defineRoute`). */
   hook(auth: AuthOption): onRequestHookHandler
   /** Runs the checks; answers the request itself when they fail. */
@@ -49,14 +56,26 @@ export function createProtection(
   verifier: TokenVerifier,
   sessions: SessionChecker | undefined,
   resourceMetadataUrl: string | undefined,
+  more: { resources?: ReadonlyMap<string, string>; scopes?: ScopePolicy } = {},
 ): Protection {
-  const resourceMetadata = resourceMetadataUrl
-
+  const resources = more.resources ?? new Map<string, string>()
+  const scopes = more.scopes ?? scopePolicy()
   async function authenticate(
     request: FastifyRequest,
     reply: FastifyReply,
     auth: RouteAuth,
   ): Promise<FastifyReply | undefined> {
+    let resourceMetadata = resourceMetadataUrl
+    if (auth.resource !== undefined) {
+      resourceMetadata = resources.get(auth.resource)
+      if (resourceMetadata === undefined) {
+        request.log.error(
+          { resource: auth.resource },
+          'protect: the route names a resource the protect options do not declare in `resources`; refusing',
+        )
+        return sendError(request, reply, 'unexpected_failure')
+      }
+    }
     let header = request.headers.authorization
     if ((header === undefined || header === '') && request.server.authgateSessions !== undefined) {
       // Cookie sessions: the cookie stands for the bearer; the application sees the header too.
@@ -70,7 +89,13 @@ export function createProtection(
     if (header === undefined || header === '') {
       if (auth.mode === 'optional') return undefined
       // RFC 6750 §3.1: a request without credentials gets no error code, only the challenge.
-      return fail(request, reply, 'no_authorization', undefined, { resourceMetadata })
+      // MCP clients ask for the scopes a 401 names before those of the metadata; only scopes a
+      // client can ask for are named.
+      const scope = auth.resource !== undefined ? scopes.requestable(auth.scopes).join(' ') : ''
+      return fail(request, reply, 'no_authorization', undefined, {
+        resourceMetadata,
+        ...(scope !== '' ? { scope } : {}),
+      })
     }
     const match = BEARER.exec(header)
     if (!match) {
@@ -85,7 +110,7 @@ export function createProtection(
 
     let user: AuthUser
     try {
-      user = await verifier.verify(match[1]!)
+      user = await verifier.verify(match[1]!, acceptedAudiences(auth))
     } catch (err) {
       if (err instanceof TokenRejected) {
         return fail(request, reply, 'bad_jwt', err.message, {
@@ -101,6 +126,19 @@ export function createProtection(
       throw err
     }
 
+    if (auth.resource !== undefined || auth.clients.length > 0) {
+      // An OAuth resource (an MCP server) is for tokens issued to a client, never a first-party
+      // session's, even when the access-token hook gave that session the resource's audience.
+      if (user.client_id === undefined) {
+        const d = 'this resource accepts only access tokens issued to an OAuth client'
+        return fail(request, reply, 'bad_jwt', d, { error: 'invalid_token', description: d, resourceMetadata })
+      }
+      if (auth.clients.length > 0 && !auth.clients.includes(user.client_id)) {
+        // No `error`: a new authorization by the same client would be refused again (RFC 6750 §3 leaves it out).
+        const d = 'this operation does not accept tokens issued to this OAuth client'
+        return fail(request, reply, 'client_not_allowed', d, { description: d, resourceMetadata })
+      }
+    }
     if (auth.roles.length > 0 && !auth.roles.includes(user.role)) {
       const d = `this operation needs the role ${auth.roles.join(' or ')}`
       return fail(request, reply, 'insufficient_role', d, {
@@ -124,10 +162,13 @@ export function createProtection(
       const missing = auth.scopes.filter((s) => !user.scopes.includes(s))
       if (missing.length > 0) {
         const d = `this operation needs the scope ${missing.join(' ')}`
+        // The challenge names only scopes a client can ask for; when the access-token hook alone
+        // grants what is missing, asking again would not help, and the challenge says no `error`.
+        const requestable = scopes.requestable(auth.scopes)
+        const askable = scopes.requestable(missing).length > 0
         return fail(request, reply, 'insufficient_scope', d, {
-          error: 'insufficient_scope',
+          ...(askable ? { error: 'insufficient_scope' as const, scope: requestable.join(' ') } : {}),
           description: d,
-          scope: auth.scopes.join(' '),
           resourceMetadata,
         })
       }
@@ -163,15 +204,28 @@ export function createProtection(
     verifier,
     sessions,
     resourceMetadataUrl,
+    resources,
+    scopes,
     authenticate,
+    check,
     hook(option) {
       const auth = normaliseAuth(option)
       if (auth.session && !sessions)
         throw new AuthgateConfigError('auth.session', '`session: true` needs `sessionCheck` in the protect options')
-      const check: onRequestHookHandler = (request, reply) => authenticate(request, reply, auth)
+      check(auth, 'auth')
+      const guard: onRequestHookHandler = (request, reply) => authenticate(request, reply, auth)
       // The route it protects documents its 401 (and 403) with the challenge, as defineRoute's do.
-      return Object.assign(check, { [ROUTE_ACCESS]: documentedAccess(auth) })
+      return Object.assign(guard, { [ROUTE_ACCESS]: documentedAccess(auth) })
     },
+  }
+
+  function check(auth: RouteAuth, where: string): void {
+    if (auth.resource !== undefined && !resources.has(auth.resource))
+      throw new AuthgateConfigError(
+        `${where}.resource`,
+        `${auth.resource} is not declared in protect's \`resources\` (which serves its RFC 9728 metadata)`,
+      )
+    scopes.check(auth.scopes, `${where}.scope`)
   }
 }
 

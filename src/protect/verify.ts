@@ -44,8 +44,11 @@ export interface VerifierOptions {
 export { JwksUnavailableError, TokenRejected }
 
 export interface TokenVerifier {
-  /** The typed claims of a valid token; throws `TokenRejected` or `JwksUnavailableError`. */
-  verify(token: string): Promise<AuthUser>
+  /**
+   * The typed claims of a valid token; throws `TokenRejected` or `JwksUnavailableError`. `audience`
+   * replaces the configured audience for this call (a route's own, docs/decisions.md D80).
+   */
+  verify(token: string, audience?: readonly string[]): Promise<AuthUser>
   readonly issuer: string
   readonly jwks: Jwks | undefined
   /** The verified-token cache, unless turned off. */
@@ -56,7 +59,6 @@ function describe(err: unknown): string {
   if (err instanceof errors.JWTExpired) return 'the access token has expired'
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.claim === 'iss') return 'the access token was issued by another issuer'
-    if (err.claim === 'aud') return 'the access token is for another audience'
     if (err.claim === 'nbf') return 'the access token is not valid yet'
     return `the access token's ${err.claim} claim is invalid`
   }
@@ -101,9 +103,16 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     if (header.alg === 'HS256') return secret!
     return jwks!.getKey(header, token)
   }
+  const defaultAudience: readonly string[] =
+    options.audience === undefined
+      ? ['authenticated']
+      : typeof options.audience === 'string'
+        ? [options.audience]
+        : options.audience
+  // `aud` is checked after the signature (below), not by jose: routes may accept other audiences,
+  // and the verified-token cache holds a token whatever route it was first sent to.
   const verifyOptions = {
     issuer: options.issuer,
-    audience: options.audience ?? 'authenticated',
     algorithms,
     clockTolerance: options.clockToleranceSeconds ?? 5,
     requiredClaims: ['exp', 'sub'],
@@ -115,9 +124,9 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     issuer: options.issuer,
     jwks,
     cache,
-    async verify(token) {
+    async verify(token, audience = defaultAudience) {
       const known = cache?.get(token)
-      if (known !== undefined) return known
+      if (known !== undefined) return checkAudience(known, audience)
       let payload, protectedHeader
       try {
         ;({ payload, protectedHeader } = await jwtVerify(token, getKey, verifyOptions))
@@ -132,7 +141,15 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
       const user = toAuthUser(payload, token)
       if (typeof user === 'string') throw new TokenRejected(user)
       cache?.set(token, { ...user }, protectedHeader.alg, protectedHeader.kid)
-      return user
+      return checkAudience(user, audience)
     },
   }
+}
+
+/** The user when the token's `aud` (a string or a list) names one of `accepted`; refused otherwise. */
+function checkAudience(user: AuthUser, accepted: readonly string[]): AuthUser {
+  const aud = user.claims.aud
+  const given = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : []
+  if (!given.some((a) => accepted.includes(a))) throw new TokenRejected('the access token is for another audience')
+  return user
 }

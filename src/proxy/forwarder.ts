@@ -37,8 +37,10 @@ export interface ForwardTarget {
   cacheable?: boolean
   /** Request headers sent in place of the client's (lower-case name → value). */
   headers?: Record<string, string>
-  /** The answer is held whole and changed before it is relayed (src/proxy/relay.ts); never cached. */
+  /** The answer is held whole and changed before it is relayed (src/proxy/relay.ts); not cached unless `rewriteCacheable`. */
   rewrite?: AnswerRewrite
+  /** `rewrite` gives every client the same answer (a route's mend alone): the rewritten answer may be cached. */
+  rewriteCacheable?: boolean
 }
 
 // Errors that mean no usable connection to the backend (502); a connect timeout is unreachability too.
@@ -126,7 +128,8 @@ export class Forwarder {
    * answer relayed by a `Relay` (src/proxy/relay.ts).
    */
   forward(request: FastifyRequest, reply: FastifyReply, target: ForwardTarget): Promise<void> {
-    const cache = target.cacheable && target.rewrite === undefined ? this.#cache : undefined
+    const cache =
+      target.cacheable && (target.rewrite === undefined || target.rewriteCacheable === true) ? this.#cache : undefined
     const cacheKey = cache?.keyFor(request.raw)
     if (cacheKey !== undefined && this.#answerFromCache(request, reply, cache!, cacheKey)) return Promise.resolve()
     const path = this.#backendPath(request, target)

@@ -18,8 +18,11 @@ const BUFFER_LIMIT = 64 * 1024
  */
 export type AnswerRewrite = (answer: HeldAnswer) => Promise<HeldAnswer>
 
-/** A route's own change to its answer (docs/decisions.md, D28), run before any other rewrite. */
-export type AnswerMend = (answer: HeldAnswer) => HeldAnswer
+/**
+ * A route's own change to its answer (docs/decisions.md, D28), run before any other rewrite. It
+ * may read the request (the client's credentials, D81) and wait (the issuer, D81).
+ */
+export type AnswerMend = (answer: HeldAnswer, request: FastifyRequest) => HeldAnswer | Promise<HeldAnswer>
 
 export interface RelayOptions {
   request: FastifyRequest
@@ -28,7 +31,10 @@ export interface RelayOptions {
   ownCors: boolean
   /** Where a complete answer is stored, for a cacheable route. */
   cache: { cache: ResponseCache; key: string } | undefined
-  /** The answer is held whole and rewritten before anything is written (never with `cache`). */
+  /**
+   * The answer is held whole and rewritten before anything is written; with `cache`, the rewritten
+   * answer is what is stored (a rewrite that is the same for every client).
+   */
   rewrite?: AnswerRewrite | undefined
   /** The exchange ended with a status (or an error kind): timing and metrics. */
   onExchange(status: number | undefined, error?: BackendErrorKind): void
@@ -196,8 +202,12 @@ export class Relay implements Dispatcher.DispatchHandler {
           return name !== 'content-length' && name !== 'transfer-encoding'
         })
         headers.push('content-length', String(out.body.length))
+        const stored = this.#o.cache !== undefined ? headers.slice() : undefined
         const flat = mergeOwnHeaders(headers, this.#o.reply.getHeaders(), this.#o.ownCors)
         if (this.#writeHead(out.status, flat)) this.#res.end(out.body)
+        const cache = this.#o.cache
+        if (cache !== undefined && stored !== undefined)
+          cache.cache.store(cache.key, out.status, stored, out.body, this.#o.request.headers)
         this.#done()
       },
       (err: Error & { code?: string }) => {

@@ -21,7 +21,7 @@ test('the document follows each route’s real requirement', async () => {
   app.route(defineRoute({ method: 'GET', url: '/mfa', auth: { aal: 'aal2' }, response, handler: ok }))
   app.route(defineRoute({ method: 'GET', url: '/aal1', auth: { aal: 'aal1' }, response, handler: ok }))
   app.route(defineRoute({ method: 'GET', url: '/role', auth: { role: 'service_role' }, response, handler: ok }))
-  app.route(defineRoute({ method: 'GET', url: '/scope', auth: { scope: ['todos:read'] }, response, handler: ok }))
+  app.route(defineRoute({ method: 'GET', url: '/scope', auth: { scope: ['email'] }, response, handler: ok }))
   app.route(
     defineRoute({ method: 'GET', url: '/both', auth: { mode: 'optional', role: ['a', 'b'] }, response, handler: ok }),
   )

@@ -4,6 +4,12 @@ import * as oauth from '../types/oauth.ts'
 import { withDefaults, type GroupDefaults } from './entry.ts'
 import { RATE, noContent, ok, redirect } from './shared.ts'
 import { completeClientRegistration } from '../oauth-mends.ts'
+import {
+  advertiseIssParameter,
+  issOnAuthorizationRedirect,
+  issOnConsentRedirect,
+  oauthTokenError,
+} from '../oauth-conformance.ts'
 
 /** The OAuth 2.1 server is off (`GOTRUE_OAUTH_SERVER_ENABLED`). */
 const OAUTH_OFF = 'feature_disabled'
@@ -26,6 +32,8 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     errors: { 404: [OAUTH_OFF] },
     cacheable: true,
     rootAlias: true,
+    // RFC 9207: authgate adds `iss` to authorization responses (docs/decisions.md, D81).
+    mend: advertiseIssParameter,
   },
   {
     method: 'GET',
@@ -37,6 +45,7 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     errors: {},
     cacheable: true,
     rootAlias: true,
+    mend: advertiseIssParameter,
   },
   {
     method: 'GET',
@@ -68,15 +77,18 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
       code_challenge_method: str('`S256` or `plain`', 'S256'),
       nonce: Type.Optional(str('Copied into the ID token', 'n-0S6_WzA2Mj')),
     }),
-    responses: { 302: redirect('To the consent page, or to `redirect_uri` with an error') },
+    responses: {
+      302: redirect('To the consent page, or to `redirect_uri` with `code` or `error` and `iss` (RFC 9207)'),
+    },
     errors: { 400: ['validation_failed', 'oauth_client_not_found'], 404: [OAUTH_OFF] },
+    mend: issOnAuthorizationRedirect,
   },
   {
     method: 'POST',
     path: '/oauth/token',
     summary: 'OAuth 2.1 token endpoint',
     description:
-      'JSON or form-encoded. Clients authenticate with HTTP Basic (`client_secret_basic`), body credentials (`client_secret_post`) or `client_id` alone (public clients).',
+      'JSON or form-encoded. Clients authenticate with HTTP Basic (`client_secret_basic`), body credentials (`client_secret_post`) or `client_id` alone (public clients). Every refusal has the RFC 6749 §5.2 shape `{error, error_description}`: a spent, revoked or unknown refresh token or code is `invalid_grant`, failed client authentication `invalid_client` (401 with `WWW-Authenticate: Basic` when the credentials came in the `Authorization` header).',
     body: oauth.OAuthTokenRequest,
     form: true,
     responses: ok('Tokens', oauth.OAuthTokenResponse),
@@ -94,9 +106,12 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
         'session_not_found',
         'session_expired',
       ],
+      401: ['invalid_client'],
       404: [OAUTH_OFF],
     },
     rateLimited: true,
+    // RFC 6749 §5.2 for the refusals Supabase Auth answers in its own shape (docs/decisions.md, D82).
+    mend: oauthTokenError,
   },
   {
     method: 'POST',
@@ -152,6 +167,7 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     errors: { 403: ['bad_jwt'], 404: ['oauth_authorization_not_found', OAUTH_OFF] },
     // Approves (at once, when an earlier consent covers the scopes) a code any client can trade for tokens.
     cookieGuard: 'consent',
+    mend: issOnConsentRedirect,
   },
   {
     method: 'POST',
@@ -164,6 +180,7 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     responses: ok('Where to send the browser', oauth.ConsentRedirect),
     errors: { 403: ['bad_jwt'], 404: ['oauth_authorization_not_found', OAUTH_OFF] },
     cookieGuard: 'consent',
+    mend: issOnConsentRedirect,
   },
   {
     method: 'GET',

@@ -28,6 +28,9 @@ export const OAuthServerMetadata = Type.Object(
     ]),
     claims_supported: opt(strArray('Claims', ['sub', 'aud', 'iss', 'exp', 'iat', 'email'])),
     code_challenge_methods_supported: strArray('PKCE methods', ['S256', 'plain']),
+    authorization_response_iss_parameter_supported: opt(
+      bool('RFC 9207: authorization responses carry `iss` (added by authgate)', true),
+    ),
   },
   {
     title: 'OAuthServerMetadata',
