@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Pool as UndiciPool } from 'undici'
 import { Pool } from '../core/backend.ts'
-import { sendError } from '../errors.ts'
 import type { BackendErrorKind, BackendExchange } from '../observability/backend-timing.ts'
 import { recordBackend } from '../observability/backend-timing.ts'
 import { throttle } from '../observability/log-throttle.ts'
@@ -9,6 +8,7 @@ import { clientIp } from '../proxy/client-ip.ts'
 import type { ExchangeObserver } from '../proxy/forwarder.ts'
 import { outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServicesConfig, ServiceUpstream } from './config.ts'
+import { sendServiceError } from './errors.ts'
 import { KeyBook } from './keys.ts'
 import { StreamRelay } from './relay.ts'
 import { planServiceRequest } from './request.ts'
@@ -94,12 +94,12 @@ export class ServiceProxy {
     return (request, reply) => {
       const url = request.raw.url ?? '/'
       if (refused?.some((p) => url === p || url.startsWith(`${p}/`) || url.startsWith(`${p}?`))) {
-        sendError(request, reply, 'not_found')
+        sendServiceError(reply, 'not_found')
         return Promise.resolve()
       }
       const plan = planServiceRequest(upstream, this.keys, this.#o.config.defaultKey, url, request.headers)
       if (!plan.ok) {
-        sendError(request, reply, plan.code)
+        sendServiceError(reply, plan.code)
         return Promise.resolve()
       }
       const raw = request.raw
@@ -173,7 +173,7 @@ export class ServiceProxy {
     if (code === 'UND_ERR_HEADERS_TIMEOUT') {
       end(undefined, 'timeout')
       this.#log(request, `timeout:${service}`, { service }, 'service did not answer in time')
-      sendError(request, reply, 'request_timeout', `The ${service} service did not answer in time`)
+      sendServiceError(reply, 'request_timeout', `The ${service} service did not answer in time`)
       return
     }
     const kind: BackendErrorKind =
@@ -182,7 +182,7 @@ export class ServiceProxy {
     this.#log(request, `${kind}:${service}`, { service, err: { code, message: err.message } }, 'service unreachable')
     // A client that sent a body the upstream never read (it failed first) is not read to the end.
     if (!request.raw.complete) reply.header('connection', 'close')
-    sendError(request, reply, 'backend_unreachable', `The ${service} service could not be reached`)
+    sendServiceError(reply, 'backend_unreachable', `The ${service} service could not be reached`)
   }
 
   /** One line per kind and 10 s while an upstream fails the same way. */

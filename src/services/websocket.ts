@@ -2,7 +2,8 @@ import type { ClientRequest, IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
-import { errorResponse, wantsNewErrorShape, type ErrorCode } from '../errors.ts'
+import type { ErrorCode } from '../errors.ts'
+import { serviceErrorResponse } from './errors.ts'
 import { newRequestId } from '../observability/request-id.ts'
 import { redactUrl } from '../observability/redact.ts'
 import { unmapIPv4 } from '../core/ip.ts'
@@ -49,10 +50,7 @@ export function relayWebSockets(app: FastifyInstance, proxy: ServiceProxy, upstr
     const upstream = byPath.get(pathOf(req.url))
     const log = app.log.child({ reqId: id })
     const refuse = (code: ErrorCode, message?: string) => {
-      const answer = errorResponse(
-        message === undefined ? code : { code, message },
-        wantsNewErrorShape(req.headers['x-supabase-api-version']),
-      )
+      const answer = serviceErrorResponse(code, message)
       const head = [`HTTP/1.1 ${answer.status} ${http.STATUS_CODES[answer.status] ?? ''}`]
       for (const [name, value] of Object.entries(answer.headers)) head.push(`${name}: ${value}`)
       head.push(`${idHeader}: ${id}`, 'connection: close', `content-length: ${Buffer.byteLength(answer.body)}`)

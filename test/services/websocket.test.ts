@@ -145,10 +145,10 @@ test('without a key the handshake is refused in our shape, and Realtime is not a
     const client = await handshake(Number(new URL(h.url).port), '/realtime/v1/websocket?vsn=1.0.0')
     await client.closed
     assert.match(client.head, /^HTTP\/1\.1 401 Unauthorized/)
-    assert.match(client.received().toString(), /"error_code":"no_api_key"/)
+    assert.match(client.received().toString(), /"code":"no_api_key"/)
     const bad = await handshake(Number(new URL(h.url).port), '/realtime/v1/websocket?apikey=nope')
     await bad.closed
-    assert.match(bad.received().toString(), /"error_code":"invalid_api_key"/)
+    assert.match(bad.received().toString(), /"code":"invalid_api_key"/)
     assert.equal(up.handshakes.length, 0)
   } finally {
     await h.close()
