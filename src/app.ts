@@ -182,6 +182,11 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     followDependencies: config.readinessFollowsDependencies,
     log: app.log,
   })
+  if (app.hasDecorator('authgateServices')) {
+    const { serviceProbes } = await import('./services/readiness.ts')
+    const { proxy, config: services } = app.authgateServices
+    for (const [name, probe] of serviceProbes(proxy, services.upstreams)) readiness.watch(name, probe)
+  }
   app.addHook('onListen', async () => readiness.start())
   app.addHook('onClose', () => readiness.close())
   const hidden = { schema: { hide: true } }

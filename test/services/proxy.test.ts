@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import { test } from 'node:test'
+import { buildApp } from '../../src/app.ts'
+import { parseBackendUrl } from '../../src/config.ts'
+import { startFakeBackend } from '../support/fake-backend.ts'
 import { rawExchange, splitResponse } from '../support/raw-http.ts'
 import { ANON, PUBLISHABLE, SECRET, SERVICE, values, withServices } from './support.ts'
 
@@ -271,7 +274,7 @@ test('an upstream that cannot be reached is 502 naming the service, never its ad
 })
 
 test('a service not configured is not mounted', async () => {
-  const only = await withServices({ urls: { storage: 'http://127.0.0.1:9' } })
+  const only = await withServices({ urls: { rest: undefined, functions: undefined } } as never)
   try {
     assert.equal((await fetch(`${only.url}/rest/v1/todos`, { headers: { apikey: PUBLISHABLE } })).status, 404)
     assert.equal((await fetch(`${only.url}/functions/v1/x`, { headers: { apikey: PUBLISHABLE } })).status, 404)
@@ -281,10 +284,8 @@ test('a service not configured is not mounted', async () => {
 })
 
 test('hosted: every service at its own path on the project, the configured key when the client sends none', async () => {
-  const h = await withServices({ urls: {}, keys: {} }, { backendApiKey: PUBLISHABLE })
-  await h.app.close()
-  const { buildApp } = await import('../../src/app.ts')
-  const { parseBackendUrl } = await import('../../src/config.ts')
+  const upstream = await startFakeBackend()
+  const h = { upstream }
   const app = await buildApp({
     rateLimit: false,
     config: { backendUrl: parseBackendUrl('t', `${h.upstream.url}/auth/v1`), backendApiKey: PUBLISHABLE },
@@ -354,6 +355,39 @@ test('metrics and the request log name the service route', async () => {
     const text = await (await fetch(`${h.url}/metrics`)).text()
     assert.match(text, /authgate_http_requests_total\{[^}]*route="\/rest\/v1\/\*"[^}]*\} 1/)
     assert.match(text, /authgate_backend_request_duration_seconds_count\{[^}]*route="\/storage\/v1\/\*"[^}]*\} 1/)
+  } finally {
+    await h.close()
+  }
+})
+
+test('readiness reports each upstream (probed once per upstream) and the metrics follow them', async () => {
+  const h = await withServices({ urls: { rest: undefined, meta: undefined, storage: 'http://127.0.0.1:9' } } as never)
+  try {
+    h.upstream.handler = (req, res) => {
+      res.writeHead(req.url === '/functions/' ? 503 : 401)
+      res.end()
+    }
+    const res = await fetch(`${h.url}/readyz`)
+    assert.equal(res.status, 200, 'reported, not followed (D24)')
+    const body = await res.json()
+    assert.deepEqual(body.services, { storage: 'down', functions: 'down', realtime: 'up' })
+    const probed = h.upstream.probes.map((p) => p.target).filter((t) => t !== '/auth/health')
+    assert.deepEqual(probed.sort(), ['/functions/', '/realtime/api/'])
+    const text = await (await fetch(`${h.url}/metrics`)).text()
+    assert.match(text, /authgate_dependency_up\{dependency="realtime"\} 1/)
+    assert.match(text, /authgate_dependency_up\{dependency="storage"\} 0/)
+  } finally {
+    await h.close()
+  }
+})
+
+test('with readiness following dependencies, a service down makes the instance not ready', async () => {
+  const h = await withServices({ urls: { storage: 'http://127.0.0.1:9' } }, { readinessFollowsDependencies: true })
+  try {
+    h.upstream.handler = (_req, res) => res.writeHead(200).end()
+    const res = await fetch(`${h.url}/readyz`)
+    assert.equal(res.status, 503)
+    assert.equal((await res.json()).services.storage, 'down')
   } finally {
     await h.close()
   }

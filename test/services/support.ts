@@ -38,15 +38,17 @@ export async function withServices(
     ...options,
     config: { backendUrl: parseBackendUrl('test', u + '/auth'), cacheTtlMs: 0, ...config },
     services: {
+      keys: KEYS,
+      ...services,
+      // Each service's URL given replaces the fake upstream's; one given as undefined is not mounted.
       urls: {
         rest: `${u}/rest`,
         storage: `${u}/storage`,
         functions: `${u}/functions`,
         realtime: `${u}/realtime`,
         meta: `${u}/meta`,
+        ...services.urls,
       },
-      keys: KEYS,
-      ...services,
     },
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
