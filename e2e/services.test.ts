@@ -5,8 +5,10 @@ import {
   signApiKey,
   startFunctionsStandIn,
   startPostgrestStandIn,
+  startRealtimeStandIn,
   startStorageStandIn,
   type ProjectKeys,
+  type RealtimeStandIn,
   type StandIn,
 } from './support/service-stand-ins.ts'
 import { startStack, type Stack } from './support/stack.ts'
@@ -29,6 +31,7 @@ describe('one createClient for the whole API through authgate', () => {
   let rest: StandIn
   let storage: StandIn
   let functions: StandIn
+  let realtime: RealtimeStandIn
   let project: ProjectKeys | undefined
   let anonKey = ''
   let serviceKey = ''
@@ -41,6 +44,7 @@ describe('one createClient for the whole API through authgate', () => {
     rest = await startPostgrestStandIn(keys)
     storage = await startStorageStandIn(keys)
     functions = await startFunctionsStandIn(keys)
+    realtime = await startRealtimeStandIn(keys, 'realtime-dev')
     stack = await startStack({
       database: 'authgate_e2e_services',
       prefix: '/auth/v1',
@@ -52,7 +56,8 @@ describe('one createClient for the whole API through authgate', () => {
         anonKey = signApiKey(backend.jwtSecret, 'anon')
         serviceKey = signApiKey(backend.jwtSecret, 'service_role')
         return {
-          urls: { rest: rest.url, storage: storage.url, functions: functions.url },
+          urls: { rest: rest.url, storage: storage.url, functions: functions.url, realtime: realtime.url },
+          realtimeTenant: 'realtime-dev',
           keys: { anon: anonKey, service: serviceKey, publishable: [PUBLISHABLE], secret: [SECRET] },
         }
       },
@@ -67,6 +72,7 @@ describe('one createClient for the whole API through authgate', () => {
     await rest?.close()
     await storage?.close()
     await functions?.close()
+    await realtime?.close()
   })
 
   it('reads as anon with the publishable key, which reached PostgREST as the anon JWT', needsBackend, async () => {
@@ -162,6 +168,28 @@ describe('one createClient for the whole API through authgate', () => {
     assert.equal(seen.target, '/hello')
     assert.equal(seen.headers['sb-api-key'], anonKey)
   })
+
+  it(
+    'subscribes to a Realtime channel over the socket authgate relays, and receives its broadcast',
+    needsBackend,
+    async () => {
+      const channel = supabase.channel('room')
+      const received = new Promise<unknown>((resolve) => {
+        channel.on('broadcast', { event: 'hello' }, (message) => resolve(message.payload))
+      })
+      const status = await new Promise<string>((resolve) => channel.subscribe((s) => resolve(s)))
+      assert.equal(status, 'SUBSCRIBED')
+      assert.deepEqual(await received, { from: 'realtime' })
+      const handshake = realtime.handshakes.at(-1)!
+      assert.match(handshake.target, /^\/socket\/websocket\?apikey=[^&]+&vsn=2\.0\.0$/)
+      assert.equal(handshake.headers['x-api-key'], anonKey)
+      assert.equal(handshake.headers.host, 'realtime-dev')
+      // The join carried the user's token, which the stand-in verified as Realtime does.
+      const join = realtime.messages.find((m) => m[3] === 'phx_join')!
+      assert.match(String((join[4] as { access_token?: string }).access_token), /^eyJ/)
+      await supabase.removeAllChannels()
+    },
+  )
 
   it(
     'a client with a key the project does not have is refused by authgate (401 invalid_api_key)',

@@ -5,9 +5,10 @@
  * users' tokens), the same status codes and error bodies. They are labelled as stand-ins in
  * docs/e2e.md; what they prove is authgate's routing, rewriting and key handling, not the services.
  */
-import { createHmac, randomUUID } from 'node:crypto'
+import { createHash, createHmac, randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
 import { importJWK, jwtVerify, type JWTPayload } from 'jose'
 import type { SigningJwk } from './jwt.ts'
 
@@ -239,4 +240,145 @@ export function startFunctionsStandIn(keys: () => ProjectKeys): Promise<StandIn>
     const body = JSON.parse((await readBody(req)).toString() || '{}') as { name?: string }
     json(res, 200, { message: `Hello ${body.name ?? 'world'}`, role: claims.role })
   })
+}
+
+/** What the Realtime stand-in saw of one socket: the handshake and the Phoenix messages. */
+export interface RealtimeStandIn extends StandIn {
+  handshakes: Array<{ target: string; headers: IncomingMessage['headers'] }>
+  /** Decoded client messages, `[join_ref, ref, topic, event, payload]`. */
+  messages: unknown[][]
+}
+
+/** One server text frame (RFC 6455 §5.2: FIN, opcode 1, unmasked). */
+function textFrame(text: string): Buffer {
+  const payload = Buffer.from(text)
+  const head =
+    payload.length < 126
+      ? Buffer.from([0x81, payload.length])
+      : Buffer.from([0x81, 126, payload.length >> 8, payload.length & 0xff])
+  return Buffer.concat([head, payload])
+}
+
+/** Complete client frames at the front of `buffer` (masked, as clients must send them), and the rest. */
+function readFrames(buffer: Buffer): { frames: Array<{ opcode: number; payload: Buffer }>; rest: Buffer } {
+  const frames: Array<{ opcode: number; payload: Buffer }> = []
+  let at = 0
+  for (;;) {
+    if (buffer.length - at < 2) break
+    const opcode = buffer[at]! & 0x0f
+    let length = buffer[at + 1]! & 0x7f
+    let offset = at + 2
+    if (length === 126) {
+      if (buffer.length - at < 4) break
+      length = buffer.readUInt16BE(at + 2)
+      offset += 2
+    } else if (length === 127) {
+      if (buffer.length - at < 10) break
+      length = Number(buffer.readBigUInt64BE(at + 2))
+      offset += 8
+    }
+    if (buffer.length < offset + 4 + length) break
+    const mask = buffer.subarray(offset, offset + 4)
+    const payload = Buffer.from(buffer.subarray(offset + 4, offset + 4 + length))
+    for (let i = 0; i < payload.length; i++) payload[i]! ^= mask[i % 4]!
+    frames.push({ opcode, payload })
+    at = offset + 4 + length
+  }
+  return { frames, rest: buffer.subarray(at) }
+}
+
+/**
+ * Realtime's Phoenix socket (serializer 2.0.0: JSON arrays in text frames) for one tenant: the
+ * handshake is refused (403) unless `x-api-key` is a valid API key and `Host` names the tenant, as
+ * Realtime's `UserSocket.connect` does; joins are answered `ok` when their `access_token` (if any)
+ * verifies, heartbeats answered, and once a channel is joined the stand-in sends one broadcast on it.
+ */
+export async function startRealtimeStandIn(keys: () => ProjectKeys, tenant: string): Promise<RealtimeStandIn> {
+  const handshakes: RealtimeStandIn['handshakes'] = []
+  const messages: unknown[][] = []
+  const server = createServer((_req, res) => json(res, 426, { message: 'upgrade required' }))
+  const sockets = new Set<Duplex>()
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    void (async () => {
+      handshakes.push({ target: req.url ?? '', headers: req.headers })
+      const key = String(req.headers['x-api-key'] ?? '')
+      const host = String(req.headers.host ?? '')
+        .split(':')[0]!
+        .split('.')[0]
+      let ok = host === tenant
+      try {
+        const claims = await verify(keys(), key)
+        ok &&= claims.role === 'anon' || claims.role === 'service_role'
+      } catch {
+        ok = false
+      }
+      if (!ok) {
+        socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n')
+        return
+      }
+      const accept = createHash('sha1')
+        .update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+        .digest('base64')
+      socket.write(
+        `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+      )
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+      socket.on('error', () => socket.destroy())
+      let pending: Buffer = Buffer.alloc(0)
+      const send = (message: unknown[]) => socket.write(textFrame(JSON.stringify(message)))
+      socket.on('data', (chunk: Buffer) => {
+        const { frames, rest } = readFrames(Buffer.concat([pending, chunk]))
+        pending = rest
+        for (const frame of frames) {
+          if (frame.opcode === 0x8) return void socket.end(Buffer.from([0x88, 0]))
+          if (frame.opcode === 0x9) {
+            socket.write(Buffer.concat([Buffer.from([0x8a, frame.payload.length]), frame.payload]))
+            continue
+          }
+          if (frame.opcode !== 0x1) continue
+          const message = JSON.parse(frame.payload.toString()) as [
+            string | null,
+            string,
+            string,
+            string,
+            Record<string, unknown>,
+          ]
+          messages.push(message)
+          const [joinRef, ref, topic, event, payload] = message
+          if (event === 'phx_join') {
+            const token = payload.access_token
+            void (typeof token === 'string' ? verify(keys(), token) : Promise.resolve({})).then(
+              () => {
+                send([joinRef, ref, topic, 'phx_reply', { status: 'ok', response: { postgres_changes: [] } }])
+                send([
+                  null,
+                  null,
+                  topic,
+                  'broadcast',
+                  { type: 'broadcast', event: 'hello', payload: { from: 'realtime' } },
+                ])
+              },
+              () =>
+                send([joinRef, ref, topic, 'phx_reply', { status: 'error', response: { reason: 'Invalid token' } }]),
+            )
+          } else {
+            send([joinRef, ref, topic, 'phx_reply', { status: 'ok', response: {} }])
+          }
+        }
+      })
+    })()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests: [],
+    handshakes,
+    messages,
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      }),
+  }
 }
