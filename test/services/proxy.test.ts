@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import { request as httpRequest } from 'node:http'
+import { createServer, request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
@@ -390,5 +391,32 @@ test('with readiness following dependencies, a service down makes the instance n
     assert.equal((await res.json()).services.storage, 'down')
   } finally {
     await h.close()
+  }
+})
+
+test('a client that leaves cancels the upstream request; an upstream that breaks off cuts the client', async () => {
+  let upstreamClosed: () => void = () => {}
+  const closed = new Promise<void>((resolve) => (upstreamClosed = resolve))
+  const server = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' })
+    res.write(Buffer.alloc(1024))
+    if (req.url === '/object/b/broken') setTimeout(() => res.destroy(), 50)
+    else res.on('close', () => upstreamClosed())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const h = await withServices({ urls: { storage: `http://127.0.0.1:${(server.address() as AddressInfo).port}` } })
+  try {
+    const controller = new AbortController()
+    const res = await fetch(`${h.url}/storage/v1/object/b/endless`, { signal: controller.signal })
+    assert.equal(res.status, 200)
+    controller.abort()
+    await closed
+    const broken = await fetch(`${h.url}/storage/v1/object/b/broken`)
+    assert.equal(broken.status, 200)
+    await assert.rejects(broken.arrayBuffer())
+  } finally {
+    await h.close()
+    server.closeAllConnections()
+    server.close()
   }
 })
