@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Pool as UndiciPool } from 'undici'
 import { Pool } from '../core/backend.ts'
-import type { BackendErrorKind, BackendExchange } from '../observability/backend-timing.ts'
-import { recordBackend } from '../observability/backend-timing.ts'
-import { throttle } from '../observability/log-throttle.ts'
+import type { BackendErrorKind, BackendExchange } from '../core/backend-timing.ts'
+import { recordBackend } from '../core/backend-timing.ts'
+import { throttle } from '../core/log-throttle.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import type { ExchangeObserver } from '../proxy/forwarder.ts'
 import { outboundRequestHeaders } from '../proxy/headers.ts'
@@ -80,16 +80,33 @@ export class ServiceProxy {
   }
 
   /** The lower-case client headers authgate replaces on every service request. */
-  #ownNames(): string[] {
+  ownNames(): string[] {
     const names = [this.#o.requestIdHeader]
     if (this.#o.clientIpHeader !== 'x-forwarded-for') names.push(this.#o.clientIpHeader)
     return names
   }
 
+  /**
+   * A service request's identity headers, as Supabase Auth's are built (`SupabaseAuthClient`'s
+   * `identityHeaders`): one client IP, in the configured client-IP header too, and the request id.
+   * No `apikey`: a service's key is the request's own, judged by the key rules.
+   */
+  #identity(ip: string, requestId: string): string[] {
+    const out = ['x-forwarded-for', ip]
+    if (this.#o.clientIpHeader !== 'x-forwarded-for') out.push(this.#o.clientIpHeader, ip)
+    out.push(this.#o.requestIdHeader, requestId)
+    return out
+  }
+
+  /** The identity headers of a request that did not come through Fastify (Realtime's socket). */
+  identityOf(ip: string, requestId: string): string[] {
+    return this.#identity(ip, requestId)
+  }
+
   /** The route handler of one mounted service. */
   handler(upstream: ServiceUpstream): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
     const pool = this.pool(upstream.origin)
-    const own = this.#ownNames()
+    const own = this.ownNames()
     const refused = upstream.row.refused?.map((p) => upstream.row.prefix + p)
     return (request, reply) => {
       const url = request.raw.url ?? '/'
@@ -106,13 +123,12 @@ export class ServiceProxy {
       const length = raw.headers['content-length']
       const chunked = raw.headers['transfer-encoding'] !== undefined
       const hasBody = chunked || (length !== undefined && length !== '0')
-      const set = [this.#o.requestIdHeader, request.id, ...plan.set]
+      const set = plan.set
       // The client's framing is kept where it has one: a known length goes on as it came (undici
       // checks the bytes sent against it), anything else is sent chunked.
       if (hasBody && !chunked) set.push('content-length', length!)
       const headers = outboundRequestHeaders(raw.rawHeaders, request.headers, {
-        clientIp: clientIp(request),
-        clientIpHeader: this.#o.clientIpHeader,
+        identity: this.#identity(clientIp(request), request.id),
         host: request.headers.host,
         proto: request.protocol,
         ownCookie: this.#o.sessionCookie,

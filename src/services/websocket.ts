@@ -65,18 +65,16 @@ export function relayWebSockets(app: FastifyInstance, proxy: ServiceProxy, upstr
     const target = new URL(upstream.origin)
     const ip = unmapIPv4(req.socket.remoteAddress ?? '')
     const headers = outboundRequestHeaders(req.rawHeaders, req.headers, {
-      clientIp: ip,
+      identity: proxy.identityOf(ip, id),
       host: req.headers.host,
       proto: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
-      replaced: [idHeader, ...plan.replaced],
+      replaced: [...proxy.ownNames(), ...plan.replaced],
       set: [
         // The handshake's own hop-by-hop pair, which the hygiene list drops from every other request.
         'connection',
         'Upgrade',
         'upgrade',
         'websocket',
-        idHeader,
-        id,
         ...(upstream.host === undefined ? ['host', target.host] : []),
         ...plan.set,
       ],

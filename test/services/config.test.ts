@@ -63,7 +63,7 @@ test('self-hosted: each service its own URL, with the rows’ rewrites; a URL gi
 
 test('bad settings stop the service with the setting named', () => {
   const cases: Array<[Record<string, string>, RegExp]> = [
-    [{ AUTHGATE_REST_URL: 'ftp://rest' }, /AUTHGATE_REST_URL: must be http or https/],
+    [{ AUTHGATE_REST_URL: 'ftp://rest' }, /AUTHGATE_REST_URL: must be an http or https URL/],
     [{ AUTHGATE_SUPABASE_URL: 'https://x.supabase.co/rest/v1' }, /AUTHGATE_SUPABASE_URL: the project URL has no path/],
     [{ AUTHGATE_META_URL: 'http://meta:8080' }, /AUTHGATE_META_URL: pg-meta is served to the service-role key only/],
     [
