@@ -116,7 +116,7 @@ export class ServiceProxy {
       }
       const plan = planServiceRequest(upstream, this.keys, this.#o.config.defaultKey, url, request.headers)
       if (!plan.ok) {
-        sendServiceError(reply, plan.code)
+        sendServiceError(reply, plan.code, 'message' in plan ? plan.message : undefined)
         return Promise.resolve()
       }
       const raw = request.raw

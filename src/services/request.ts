@@ -14,6 +14,27 @@ export type ServiceRequestPlan =
       replaced: string[]
     }
   | { ok: false; code: 'no_api_key' | 'invalid_api_key' | 'service_key_required' }
+  | { ok: false; code: 'validation_failed'; message: string }
+
+/**
+ * True when a segment of the path is `.` or `..` once percent-decoded (or holds an encoded `/` or
+ * `\` around one): the upstream, or hosted Supabase's gateway, would resolve it and the request
+ * could leave the service's prefix (`/rest/v1/../../auth/v1/admin/users`). Supabase's gateway
+ * normalises such paths; authgate refuses them, since it never routes by the resolved path.
+ */
+export function hasDotSegment(path: string): boolean {
+  for (const segment of path.split('/')) {
+    if (segment === '') continue
+    let decoded = segment
+    try {
+      decoded = decodeURIComponent(segment)
+    } catch {
+      // A malformed escape is the upstream's to refuse; it cannot decode to a dot segment here.
+    }
+    for (const piece of decoded.split(/[/\\]/)) if (piece === '.' || piece === '..') return true
+  }
+  return false
+}
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
@@ -42,6 +63,8 @@ export function planServiceRequest(
   const q = url.indexOf('?')
   const pathname = q === -1 ? url : url.slice(0, q)
   let query = q === -1 ? '' : url.slice(q + 1)
+  if (hasDotSegment(pathname.slice(row.prefix.length)))
+    return { ok: false, code: 'validation_failed', message: 'The path must not contain "." or ".." segments' }
   let authorization = first(headers.authorization)
   const presented = first(headers.apikey) ?? queryKey(query) ?? keyInAuthorization(authorization) ?? defaultKey
   const verdict = book.judge(presented, row.key)

@@ -420,3 +420,31 @@ test('a client that leaves cancels the upstream request; an upstream that breaks
     server.close()
   }
 })
+
+test('a path with dot segments is refused (it could leave the service for another, e.g. the admin API)', async () => {
+  const h = await withServices()
+  try {
+    const port = Number(new URL(h.url).port)
+    for (const target of [
+      '/rest/v1/../../auth/v1/admin/users',
+      '/storage/v1/object/%2e%2e/%2E%2E/auth/v1/admin/users',
+      '/rest/v1/a%2f..%2fb',
+      '/functions/v1/x/.',
+      '/rest/v1/a%5c..%5cb',
+    ]) {
+      const raw = await rawExchange(
+        port,
+        `GET ${target} HTTP/1.1\r\nHost: x\r\napikey: ${PUBLISHABLE}\r\nConnection: close\r\n\r\n`,
+      )
+      const answer = splitResponse(raw)
+      assert.match(answer.statusLine, / 400 /, target)
+      assert.match(answer.body.toString(), /"code":"validation_failed"/, target)
+    }
+    assert.equal(h.upstream.requests.length, 0)
+    const fine = await fetch(`${h.url}/storage/v1/object/public/b/a..b.txt`)
+    assert.equal(fine.status, 200)
+    assert.equal(h.upstream.requests[0]!.target, '/storage/object/public/b/a..b.txt')
+  } finally {
+    await h.close()
+  }
+})
