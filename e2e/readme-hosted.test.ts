@@ -4,13 +4,12 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import type { AuthClient as AuthClientClass, SupabaseClient } from '@supabase/supabase-js'
+import type { SupabaseClient } from '@supabase/supabase-js'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
 
 const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }
-type AuthClient = InstanceType<typeof AuthClientClass>
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 
 /** The README's hosted example, exactly as written between its markers. */
@@ -53,25 +52,30 @@ describe("README's hosted example, run as written (the real Supabase Auth standi
   let stack: Stack
   let project: Awaited<ReturnType<typeof startProject>>
   let dir: string
-  let auth: AuthClient
   let supabase: SupabaseClient
 
   before(async () => {
     if (unavailable !== undefined) return
-    // AUTHGATE_PREFIX=/auth/v1 as in the README's step 2.
-    stack = await startStack({ database: 'authgate_e2e_readme_hosted', prefix: '/auth/v1' })
     project = await startProject()
+    // AUTHGATE_PREFIX=/auth/v1 and AUTHGATE_SUPABASE_URL as in the README's step 2; the project's
+    // Auth is the real Supabase Auth (its URL given explicitly, as AUTHGATE_BACKEND_URL overrides
+    // the one derived from the project URL).
+    stack = await startStack({
+      database: 'authgate_e2e_readme_hosted',
+      prefix: '/auth/v1',
+      services: () => ({ supabaseUrl: project.url }),
+    })
     const source = (await readmeExample())
       .replaceAll('https://api.example.com', stack.url)
       .replaceAll('https://abcdefgh.supabase.co', project.url)
     // Inside the repository, so that '@supabase/supabase-js' resolves as it would in an application.
     dir = await mkdtemp(join(ROOT, '.readme-example-'))
     await writeFile(join(dir, 'client.mjs'), source)
-    ;({ auth, supabase } = (await import(join(dir, 'client.mjs'))) as { auth: AuthClient; supabase: SupabaseClient })
+    ;({ supabase } = (await import(join(dir, 'client.mjs'))) as { supabase: SupabaseClient })
   })
 
   after(async () => {
-    await auth?.stopAutoRefresh()
+    await supabase?.auth.stopAutoRefresh()
     await supabase?.removeAllChannels()
     if (dir) await rm(dir, { recursive: true, force: true })
     await project?.close()
@@ -79,15 +83,15 @@ describe("README's hosted example, run as written (the real Supabase Auth standi
   })
 
   it(
-    'auth goes to authgate; data, storage and functions go to the project with the session token',
+    'one client: auth, data, storage and functions all go to authgate, which sends them on with the session token',
     needsBackend,
     async () => {
       const email = 'readme-hosted@example.com'
       const password = 'correct-horse-battery-7'
-      const signUp = await auth.signUp({ email, password })
+      const signUp = await supabase.auth.signUp({ email, password })
       assert.equal(signUp.error, null)
-      await auth.signOut()
-      const signIn = await auth.signInWithPassword({ email, password })
+      await supabase.auth.signOut()
+      const signIn = await supabase.auth.signInWithPassword({ email, password })
       assert.equal(signIn.error, null)
       const token = signIn.data.session!.access_token
 
@@ -106,13 +110,16 @@ describe("README's hosted example, run as written (the real Supabase Auth standi
         assert.equal(r.apikey, 'sb_publishable_...')
       }
       assert.ok(!project.requests.some((r) => r.path.startsWith('/auth/')), 'no auth call went to the project')
-      // And the gateway saw only auth calls.
+      // Every call went to authgate: the client was given no other URL.
       const targets = stack.observed.map((o) => `${o.method} ${o.target.split('?')[0]}`)
-      assert.ok(targets.includes('POST /auth/v1/signup') && targets.includes('POST /auth/v1/token'), targets.join(', '))
-      assert.ok(
-        stack.observed.every((o) => o.target.startsWith('/auth/v1/')),
-        targets.join(', '),
-      )
+      for (const call of [
+        'POST /auth/v1/signup',
+        'POST /auth/v1/token',
+        'GET /rest/v1/todos',
+        'POST /storage/v1/object/list/avatars',
+        'POST /functions/v1/hello',
+      ])
+        assert.ok(targets.includes(call), `${call} in ${targets.join(', ')}`)
     },
   )
 })

@@ -30,6 +30,7 @@ import { unrouted } from './auth/mount.ts'
 import { authgate, type AuthgatePluginOptions } from './plugin.ts'
 import type { RateLimiter } from './ratelimit/index.ts'
 import type { ProtectOptions } from './protect/index.ts'
+import type { ServicesConfig, ServicesOptions } from './services/config.ts'
 
 export interface AuthgateOptions extends Omit<AuthgatePluginOptions, 'config'> {
   /**
@@ -75,6 +76,11 @@ export interface AuthgateOptions extends Omit<AuthgatePluginOptions, 'config'> {
    * default, since the not-found handler at the root is the application's to set. Default false.
    */
   answerUnrouted?: boolean
+  /**
+   * The Supabase services beside Auth on the same origin (docs/services.md): hosted Supabase's
+   * project URL or each self-hosted service's, and the project's keys. Off unless given.
+   */
+  services?: ServicesOptions | ServicesConfig | undefined
 }
 
 /** What the service adds around the plugin: readiness (turned off first on shutdown) and the metrics. */
@@ -155,6 +161,11 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     ...(options.sessionStore !== undefined ? { sessionStore: options.sessionStore } : {}),
   })
   const { backend, forwarder, rateLimiter } = app.authgate
+  if (options.services !== undefined) {
+    // Loaded on demand: an Auth-only gateway never reads the services' code.
+    const { authgateServices } = await import('./services/plugin.ts')
+    await app.register(authgateServices, { services: options.services })
+  }
   // Every answer names its request id, so a client's report can be matched to the log line.
   const idHeader = config.requestIdHeader
   // Callback style: Fastify runs it without a promise and a microtask (each 429 of a flood passes here).
@@ -171,6 +182,11 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     followDependencies: config.readinessFollowsDependencies,
     log: app.log,
   })
+  if (app.hasDecorator('authgateServices')) {
+    const { serviceProbes } = await import('./services/readiness.ts')
+    const { proxy, config: services } = app.authgateServices
+    for (const [name, probe] of serviceProbes(proxy, services.upstreams)) readiness.watch(name, probe)
+  }
   app.addHook('onListen', async () => readiness.start())
   app.addHook('onClose', () => readiness.close())
   const hidden = { schema: { hide: true } }

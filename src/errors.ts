@@ -37,6 +37,10 @@ export const ERRORS = {
     status: 403,
     message: 'This route does not take the session cookie here: it would lead to tokens the page could read',
   },
+  // The Supabase services beside Auth (src/services/): the key rules of Supabase's own gateway.
+  no_api_key: { status: 401, message: 'No API key found in request' },
+  invalid_api_key: { status: 401, message: 'Invalid API key' },
+  service_key_required: { status: 403, message: 'This service needs the service-role or a secret key' },
   session_store_unavailable: { status: 503, message: 'The session store could not be reached' },
   backend_unreachable: { status: 502, message: 'The authentication backend could not be reached' },
   // An answer authgate must read (a session answer, a mended one) in a coding it cannot undo.

@@ -7,6 +7,7 @@ import { notHttp } from './core/url-message.ts'
 import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
 import { loadSessionConfig, type SessionConfig } from './sessions/config.ts'
+import { loadServicesConfig, withHostedBackend, type ServicesConfig } from './services/config.ts'
 
 /**
  * The service's settings, read from the environment in this one place, each through the settings
@@ -22,6 +23,8 @@ export interface ServiceSettings {
   publicUrl: string | undefined
   /** Cookie sessions; undefined when off. */
   sessions: SessionConfig | undefined
+  /** The Supabase services beside Auth; undefined when none is configured. */
+  services: ServicesConfig | undefined
 }
 
 /** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
@@ -57,7 +60,7 @@ export function loadPublicUrl(env: Env = {}): string | undefined {
 }
 
 export function loadServiceSettings(env: Env): ServiceSettings {
-  const core = loadCoreConfig(env)
+  const core = loadCoreConfig(withHostedBackend(env))
   const workers = loadWorkerCount(env)
   const sessions = loadSessionConfig(env, core.corsOrigins)
   // Each worker would hold its own sessions: a cookie would work on one worker in N.
@@ -73,5 +76,6 @@ export function loadServiceSettings(env: Env): ServiceSettings {
     workers,
     publicUrl: loadPublicUrl(env),
     sessions,
+    services: loadServicesConfig(env),
   }
 }

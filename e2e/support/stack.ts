@@ -27,6 +27,8 @@ export interface StackOptions {
   sessions?: AuthgateOptions['sessions']
   /** Token verification on the application's routes (docs/protect.md). */
   protect?: AuthgateOptions['protect']
+  /** The Supabase services beside Auth (docs/services.md), given Supabase Auth once it runs (its JWT keys). */
+  services?: (backend: SupabaseAuthServer) => AuthgateOptions['services']
 }
 
 export interface Gateway {
@@ -72,6 +74,7 @@ export async function startGateway(
     rateLimit: options.rateLimit ?? false,
     ...(options.sessions ? { sessions: options.sessions } : {}),
     ...(options.protect ? { protect: options.protect } : {}),
+    ...(options.services ? { services: options.services(backend) } : {}),
   })
   await options.beforeListen?.(app)
   const observed = recordAnswers(app)

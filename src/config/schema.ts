@@ -431,6 +431,77 @@ export const SETTINGS: readonly Setting[] = [
     default: '500ms',
     meaning: 'Redis store: longest wait for one command (a request then gets 503)',
   },
+  // Services beyond Auth (src/services/table.ts)
+  {
+    name: 'AUTHGATE_SUPABASE_URL',
+    group: 'Services',
+    defaultText: 'none',
+    meaning:
+      'hosted Supabase (`https://<ref>.supabase.co`): every service at its usual path (`/rest/v1`, `/graphql/v1`, `/storage/v1`, `/functions/v1`, `/realtime/v1`) is served by authgate too; also the Auth backend when `AUTHGATE_BACKEND_URL` is unset',
+  },
+  {
+    name: 'AUTHGATE_REST_URL',
+    group: 'Services',
+    defaultText: 'none (not served)',
+    meaning: 'self-hosted PostgREST (`http://rest:3000`): `/rest/v1/*` and `/graphql/v1` (as `/rpc/graphql`)',
+  },
+  {
+    name: 'AUTHGATE_STORAGE_URL',
+    group: 'Services',
+    defaultText: 'none (not served)',
+    meaning: 'self-hosted Storage (`http://storage:5000`): `/storage/v1/*`',
+  },
+  {
+    name: 'AUTHGATE_FUNCTIONS_URL',
+    group: 'Services',
+    defaultText: 'none (not served)',
+    meaning: 'self-hosted Edge Runtime (`http://functions:9000`): `/functions/v1/*`, 150 s to answer',
+  },
+  {
+    name: 'AUTHGATE_REALTIME_URL',
+    group: 'Services',
+    defaultText: 'none (not served)',
+    meaning:
+      'self-hosted Realtime (`http://realtime-dev.supabase-realtime:4000`): `/realtime/v1/api/*` and the WebSocket `/realtime/v1/websocket`',
+  },
+  {
+    name: 'AUTHGATE_REALTIME_TENANT',
+    group: 'Services',
+    defaultText: "the Realtime URL's host",
+    meaning: 'the `Host` sent to Realtime, whose first label names the tenant (`realtime-dev` for `supabase start`)',
+  },
+  {
+    name: 'AUTHGATE_META_URL',
+    group: 'Services',
+    defaultText: 'none (not served)',
+    meaning: 'self-hosted pg-meta (`http://meta:8080`): `/pg/*`, for the service-role key only',
+  },
+  {
+    name: 'AUTHGATE_ANON_KEY',
+    group: 'Services',
+    defaultText: 'none',
+    meaning:
+      "the project's legacy anon JWT: what a publishable key becomes in `apikey` and `Authorization` on the way to a service",
+  },
+  {
+    name: 'AUTHGATE_SERVICE_ROLE_KEY',
+    group: 'Services',
+    defaultText: 'none',
+    meaning: "the project's legacy service-role JWT: what a secret key becomes; the only key `/pg/*` accepts",
+  },
+  {
+    name: 'AUTHGATE_PUBLISHABLE_KEYS',
+    group: 'Services',
+    defaultText: 'none',
+    meaning: 'comma list of `sb_publishable_…` keys accepted and translated to the anon key',
+  },
+  {
+    name: 'AUTHGATE_SECRET_KEYS',
+    group: 'Services',
+    defaultText: 'none',
+    meaning:
+      'comma list of `sb_secret_…` keys accepted and translated to the service-role key. With any of these four keys set, a service request with another key is refused (401)',
+  },
   // Documentation
   {
     name: 'AUTHGATE_OPENAPI_PATH',

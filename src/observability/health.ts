@@ -6,8 +6,11 @@ import type { RateLimitStore } from '../ratelimit/store.ts'
 /** The User-Agent of readiness's own probe of Supabase Auth's `/health`. */
 export const READINESS_USER_AGENT = 'authgate-readiness'
 
-/** The shared services authgate depends on, as named in the readiness body, metrics and logs. */
-export type Dependency = 'supabase_auth' | 'redis'
+/**
+ * The shared services authgate depends on, as named in the readiness body, metrics and logs: Supabase
+ * Auth, Redis, and the services beside Auth by their name in the service table (`rest`, `storage`, ...).
+ */
+export type Dependency = 'supabase_auth' | 'redis' | (string & {})
 
 export interface ReadinessOptions {
   /** The connection to Supabase Auth (its `apikey` included: hosted Supabase answers 401 without one). */
@@ -36,6 +39,8 @@ export interface ReadinessReport {
   checks: {
     backend: 'up' | 'down'
     redis?: 'up' | 'down'
+    /** The services beside Auth (src/services/), each probed like the backend. */
+    services?: Record<string, 'up' | 'down'>
     /** Present while a condition of this instance is not met (e.g. `signing_keys`). */
     waiting?: string[]
     shutdown?: 'draining'
@@ -59,6 +64,7 @@ export class Readiness {
   readonly #conditions = new Map<string, Condition>()
   readonly #met = new Set<string>()
   readonly #state = new Map<Dependency, boolean>()
+  readonly #watched = new Map<string, { probe: () => Promise<boolean>; cached?: { at: number; up: boolean } }>()
   #draining = false
   #cached: { at: number; up: boolean } | undefined
   #inflight: Promise<boolean> | undefined
@@ -85,6 +91,24 @@ export class Readiness {
     this.#conditions.set(name, check)
   }
 
+  /**
+   * Another upstream reported and followed like the backend (a service beside Auth): `probe` says
+   * whether it answers; its result is reused for the same time as the backend's.
+   */
+  watch(name: string, probe: () => Promise<boolean>): void {
+    this.#watched.set(name, { probe })
+  }
+
+  async #watchedUp(name: string): Promise<boolean> {
+    const entry = this.#watched.get(name)!
+    const now = performance.now()
+    if (entry.cached !== undefined && now - entry.cached.at < (this.#options.cacheMs ?? 1000)) return entry.cached.up
+    const up = await entry.probe().catch(() => false)
+    entry.cached = { at: performance.now(), up }
+    this.#record(name, up)
+    return up
+  }
+
   /** Starts the periodic backend probe (the service calls it once listening). */
   start(): void {
     const every = this.#options.probeIntervalMs ?? 10_000
@@ -108,6 +132,9 @@ export class Readiness {
     const out: Partial<Record<Dependency, boolean>> = { supabase_auth: await this.#backendUp() }
     const redis = this.#redisUp()
     if (redis !== undefined) out.redis = redis
+    const names = [...this.#watched.keys()]
+    const states = await Promise.all(names.map((name) => this.#watchedUp(name)))
+    names.forEach((name, i) => (out[name] = states[i]!))
     return out
   }
 
@@ -115,10 +142,15 @@ export class Readiness {
     const deps = await this.dependencies()
     const checks: ReadinessReport['checks'] = { backend: deps.supabase_auth ? 'up' : 'down' }
     if (deps.redis !== undefined) checks.redis = deps.redis ? 'up' : 'down'
+    if (this.#watched.size > 0) {
+      checks.services = {}
+      for (const name of this.#watched.keys()) checks.services[name] = deps[name] ? 'up' : 'down'
+    }
     const waiting = await this.#unmet()
     if (waiting.length > 0) checks.waiting = waiting
     if (this.#draining) checks.shutdown = 'draining'
-    const dependenciesUp = deps.supabase_auth! && deps.redis !== false
+    const dependenciesUp =
+      deps.supabase_auth! && deps.redis !== false && [...this.#watched.keys()].every((n) => deps[n])
     const ready = !this.#draining && waiting.length === 0 && (!this.followsDependencies || dependenciesUp)
     return { ready, checks }
   }

@@ -1,0 +1,89 @@
+import type { ResolvedKeys } from './config.ts'
+import type { KeyRule } from './table.ts'
+
+/** How much a key may do: the anon key's role, the service role's, or unknown (no keys configured). */
+export type KeyLevel = 'anon' | 'service' | 'unchecked'
+
+export type KeyVerdict =
+  | {
+      ok: true
+      /** The key sent on (a new key's legacy JWT); undefined when the request has none. */
+      key: string | undefined
+      level: KeyLevel | undefined
+    }
+  | { ok: false; code: 'no_api_key' | 'invalid_api_key' | 'service_key_required' }
+
+/**
+ * The project's keys as one lookup: each accepted key → what it may do and the key the upstreams
+ * check (Kong's `LUA_AUTH_EXPR`: a secret key becomes the service-role JWT, a publishable key the
+ * anon JWT; the legacy JWTs stand for themselves).
+ */
+export class KeyBook {
+  readonly #keys = new Map<string, { level: 'anon' | 'service'; sent: string }>()
+  readonly #checked: boolean
+
+  constructor(keys: ResolvedKeys | undefined) {
+    this.#checked = keys !== undefined
+    if (keys === undefined) return
+    if (keys.anon !== undefined) this.#keys.set(keys.anon, { level: 'anon', sent: keys.anon })
+    if (keys.service !== undefined) this.#keys.set(keys.service, { level: 'service', sent: keys.service })
+    for (const k of keys.publishable) this.#keys.set(k, { level: 'anon', sent: keys.anon! })
+    for (const k of keys.secret) this.#keys.set(k, { level: 'service', sent: keys.service! })
+  }
+
+  /**
+   * The verdict on the key a request presents under a service's rule. Without configured keys every
+   * key passes as it came: the upstreams (or hosted Supabase's gateway) judge it.
+   */
+  judge(presented: string | undefined, rule: KeyRule): KeyVerdict {
+    if (presented === undefined || presented === '') {
+      return rule === 'optional' ? { ok: true, key: undefined, level: undefined } : { ok: false, code: 'no_api_key' }
+    }
+    if (!this.#checked) return { ok: true, key: presented, level: 'unchecked' }
+    const known = this.#keys.get(presented)
+    if (known === undefined) return { ok: false, code: 'invalid_api_key' }
+    if (rule === 'service' && known.level !== 'service') return { ok: false, code: 'service_key_required' }
+    return { ok: true, key: known.sent, level: known.level }
+  }
+}
+
+/** A new-style key (`sb_publishable_…`, `sb_secret_…`), which is never a user's token. */
+export function isNewKey(value: string): boolean {
+  return value.startsWith('sb_')
+}
+
+/**
+ * The bearer of an `Authorization` header when it is a key rather than a user's JWT
+ * (`Bearer sb_…`), else undefined.
+ */
+export function keyInAuthorization(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined
+  const m = /^bearer\s+(\S+)\s*$/i.exec(authorization)
+  return m !== null && isNewKey(m[1]!) ? m[1] : undefined
+}
+
+/** The first `apikey` of a query string (undefined when none), decoded. */
+export function queryKey(query: string): string | undefined {
+  for (const pair of query.split('&')) {
+    const eq = pair.indexOf('=')
+    const name = eq === -1 ? pair : pair.slice(0, eq)
+    if (name !== 'apikey') continue
+    try {
+      return decodeURIComponent(pair.slice(eq + 1).replaceAll('+', ' '))
+    } catch {
+      return pair.slice(eq + 1)
+    }
+  }
+  return undefined
+}
+
+/** The query with every `apikey` value replaced by `key` (the other parameters kept byte for byte). */
+export function withQueryKey(query: string, key: string): string {
+  return query
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=')
+      return (eq === -1 ? pair : pair.slice(0, eq)) === 'apikey' ? `apikey=${encodeURIComponent(key)}` : pair
+    })
+    .join('&')
+}

@@ -1,0 +1,113 @@
+import cors from '@fastify/cors'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { EXPOSED_HEADERS } from '../http/cors.ts'
+import { resolveServicesConfig, type ServicesConfig, type ServicesOptions, type ServiceUpstream } from './config.ts'
+import { ServiceProxy } from './proxy.ts'
+import { relayWebSockets } from './websocket.ts'
+
+/**
+ * Headers a browser may read from the services' answers besides authgate's own: PostgREST's
+ * counts and pagination (`Content-Range`, what supabase-js's `count` reads), Storage's and the
+ * functions' downloads and redirects.
+ */
+export const SERVICE_EXPOSED_HEADERS = [
+  'Content-Range',
+  'Range-Unit',
+  'Content-Location',
+  'Location',
+  'Content-Disposition',
+  'Content-Length',
+  'ETag',
+  'Last-Modified',
+  'Preference-Applied',
+]
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+export interface ServicesPluginOptions {
+  services: ServicesOptions | ServicesConfig
+}
+
+/** What the plugin decorates the instance with (readiness and tests read it). */
+export interface ServicesState {
+  config: ServicesConfig
+  proxy: ServiceProxy
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    authgateServices: ServicesState
+  }
+}
+
+function isResolved(options: ServicesOptions | ServicesConfig): options is ServicesConfig {
+  return 'upstreams' in options
+}
+
+/**
+ * The Supabase services beside Auth on authgate's origin (docs/services.md): each configured row of
+ * the service table (src/services/table.ts) mounted at supabase-js's path, in a context of its own
+ * where request bodies are not read (they stream to the upstream) and CORS is authgate's. Registered
+ * after the authgate plugin, whose request-id, client-IP, CORS and cookie settings it shares.
+ */
+async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptions): Promise<void> {
+  const gateway = app.authgate.config
+  const given = options.services
+  const config = isResolved(given) ? given : resolveServicesConfig({ defaultKey: gateway.backendApiKey, ...given })
+  const proxy = new ServiceProxy({
+    config,
+    requestIdHeader: gateway.requestIdHeader,
+    clientIpHeader: gateway.clientIpHeader.toLowerCase(),
+    ownCors: gateway.corsOrigins.length > 0,
+    sessionCookie: app.authgate.sessions?.sessions.config.cookieName,
+    observer: () => app.authgate.forwarder.observer,
+  })
+  app.decorate('authgateServices', { config, proxy })
+  app.addHook('onClose', () => proxy.close())
+  const sockets = config.upstreams.filter((u) => u.row.websocket)
+  if (sockets.length > 0) relayWebSockets(app, proxy, sockets)
+
+  await app.register(async (scope) => {
+    const origins = gateway.corsOrigins
+    if (origins.length > 0) {
+      const any = origins.length === 1 && origins[0] === '*'
+      await scope.register(cors, {
+        origin: any ? '*' : [...origins],
+        credentials: !any,
+        methods: METHODS,
+        exposedHeaders: [
+          ...EXPOSED_HEADERS.filter((h) => h !== 'X-Request-Id'),
+          gateway.requestIdHeader,
+          ...SERVICE_EXPOSED_HEADERS,
+        ],
+        maxAge: 600,
+        strictPreflight: false,
+      })
+    }
+    // Bodies are never read here: the request stream itself is sent on (uploads of any size).
+    scope.removeAllContentTypeParsers()
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null))
+    // Preflights are authgate's when it answers CORS; otherwise OPTIONS goes to the service too.
+    const methods = origins.length > 0 ? METHODS : [...METHODS, 'OPTIONS']
+    for (const upstream of config.upstreams) mount(scope, proxy, upstream, methods)
+  })
+}
+
+function mount(scope: FastifyInstance, proxy: ServiceProxy, upstream: ServiceUpstream, methods: string[]): void {
+  const handler = proxy.handler(upstream)
+  const route = { method: methods, handler, schema: { hide: true } }
+  const prefix = upstream.row.prefix
+  scope.route({ ...route, url: prefix })
+  if (!upstream.row.exact) scope.route({ ...route, url: `${prefix}/*` })
+}
+
+/**
+ * The services beside Auth as a Fastify plugin, registered after `authgate`:
+ * `app.register(authgateServices, { services: { supabaseUrl: 'https://<ref>.supabase.co' } })`.
+ */
+export const authgateServices = fp(servicesPlugin, {
+  name: 'authgate-services',
+  fastify: '5.x',
+  dependencies: ['authgate'],
+})

@@ -1,0 +1,213 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Pool as UndiciPool } from 'undici'
+import { Pool } from '../core/backend.ts'
+import type { BackendErrorKind, BackendExchange } from '../core/backend-timing.ts'
+import { recordBackend } from '../core/backend-timing.ts'
+import { throttle } from '../core/log-throttle.ts'
+import { clientIp } from '../proxy/client-ip.ts'
+import type { ExchangeObserver } from '../proxy/forwarder.ts'
+import { outboundRequestHeaders } from '../proxy/headers.ts'
+import type { ServicesConfig, ServiceUpstream } from './config.ts'
+import { sendServiceError } from './errors.ts'
+import { KeyBook } from './keys.ts'
+import { StreamRelay } from './relay.ts'
+import { planServiceRequest } from './request.ts'
+
+export interface ServiceProxyOptions {
+  config: ServicesConfig
+  /** The header the request id travels in (lower case). */
+  requestIdHeader: string
+  /** The header the one client IP travels in besides `x-forwarded-for` (lower case). */
+  clientIpHeader: string
+  /** authgate answers CORS itself: the upstreams' `Access-Control-*` headers are not relayed. */
+  ownCors: boolean
+  /** authgate's session cookie, never sent to a service. */
+  sessionCookie: string | undefined
+  /** The metrics' observer, read at each exchange (the service sets it after registration). */
+  observer: () => ExchangeObserver | undefined
+}
+
+// Errors that mean no usable connection to the upstream (502), as for Supabase Auth.
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ETIMEDOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+])
+
+/**
+ * Requests to the services beside Auth: one keep-alive pool per upstream origin, request bodies
+ * streamed from the client as they arrive and answers streamed back (src/services/relay.ts), the
+ * same header hygiene as the auth routes (src/proxy/headers.ts) with the service's rewrites and key
+ * rules on top (src/services/request.ts).
+ */
+export class ServiceProxy {
+  readonly keys: KeyBook
+  readonly #o: ServiceProxyOptions
+  readonly #pools = new Map<string, UndiciPool>()
+  readonly #errorLog = throttle(10_000)
+
+  constructor(options: ServiceProxyOptions) {
+    this.#o = options
+    this.keys = new KeyBook(options.config.keys)
+  }
+
+  /** The key a request without one is sent with (hosted Supabase's publishable key). */
+  get defaultKey(): string | undefined {
+    return this.#o.config.defaultKey
+  }
+
+  /** The pool of an upstream origin (shared by the services on one origin: REST and GraphQL). */
+  pool(origin: string): UndiciPool {
+    let pool = this.#pools.get(origin)
+    if (pool === undefined) {
+      pool = new Pool(origin, {
+        connections: this.#o.config.connections,
+        pipelining: 1,
+        keepAliveTimeout: 10_000,
+        connectTimeout: this.#o.config.connectTimeoutMs,
+      })
+      this.#pools.set(origin, pool)
+    }
+    return pool
+  }
+
+  /** The lower-case client headers authgate replaces on every service request. */
+  ownNames(): string[] {
+    const names = [this.#o.requestIdHeader]
+    if (this.#o.clientIpHeader !== 'x-forwarded-for') names.push(this.#o.clientIpHeader)
+    return names
+  }
+
+  /**
+   * A service request's identity headers, as Supabase Auth's are built (`SupabaseAuthClient`'s
+   * `identityHeaders`): one client IP, in the configured client-IP header too, and the request id.
+   * No `apikey`: a service's key is the request's own, judged by the key rules.
+   */
+  #identity(ip: string, requestId: string): string[] {
+    const out = ['x-forwarded-for', ip]
+    if (this.#o.clientIpHeader !== 'x-forwarded-for') out.push(this.#o.clientIpHeader, ip)
+    out.push(this.#o.requestIdHeader, requestId)
+    return out
+  }
+
+  /** The identity headers of a request that did not come through Fastify (Realtime's socket). */
+  identityOf(ip: string, requestId: string): string[] {
+    return this.#identity(ip, requestId)
+  }
+
+  /** The route handler of one mounted service. */
+  handler(upstream: ServiceUpstream): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+    const pool = this.pool(upstream.origin)
+    const own = this.ownNames()
+    const refused = upstream.row.refused?.map((p) => upstream.row.prefix + p)
+    return (request, reply) => {
+      const url = request.raw.url ?? '/'
+      if (refused?.some((p) => url === p || url.startsWith(`${p}/`) || url.startsWith(`${p}?`))) {
+        sendServiceError(reply, 'not_found')
+        return Promise.resolve()
+      }
+      const plan = planServiceRequest(upstream, this.keys, this.#o.config.defaultKey, url, request.headers)
+      if (!plan.ok) {
+        sendServiceError(reply, plan.code, 'message' in plan ? plan.message : undefined)
+        return Promise.resolve()
+      }
+      const raw = request.raw
+      const length = raw.headers['content-length']
+      const chunked = raw.headers['transfer-encoding'] !== undefined
+      const hasBody = chunked || (length !== undefined && length !== '0')
+      const set = plan.set
+      // The client's framing is kept where it has one: a known length goes on as it came (undici
+      // checks the bytes sent against it), anything else is sent chunked.
+      if (hasBody && !chunked) set.push('content-length', length!)
+      const headers = outboundRequestHeaders(raw.rawHeaders, request.headers, {
+        identity: this.#identity(clientIp(request), request.id),
+        host: request.headers.host,
+        proto: request.protocol,
+        ownCookie: this.#o.sessionCookie,
+        replaced: [...own, ...plan.replaced],
+        set,
+      })
+      // A function may take 150 s to its first byte: the client's socket must not be cut before.
+      const socket = raw.socket
+      const wanted = upstream.timeoutMs + 15_000
+      if (socket.timeout !== undefined && socket.timeout > 0 && socket.timeout < wanted) socket.setTimeout(wanted)
+      const startedAt = performance.now()
+      return new Promise<void>((resolve) => {
+        const end = (status: number | undefined, error?: BackendErrorKind) => {
+          const exchange: BackendExchange = { durationMs: performance.now() - startedAt }
+          if (status !== undefined) exchange.status = status
+          if (error !== undefined) exchange.error = error
+          recordBackend(request, exchange)
+          this.#o.observer()?.(request, exchange)
+        }
+        const relay = new StreamRelay({
+          reply,
+          ownCors: this.#o.ownCors,
+          onStatus: (status) => end(status),
+          onFailure: (err, started) => this.#failure(request, reply, upstream, err, started, end),
+          onDone: resolve,
+        })
+        pool.dispatch(
+          {
+            method: request.method,
+            path: plan.path,
+            headers,
+            body: hasBody ? raw : null,
+            headersTimeout: upstream.timeoutMs,
+            bodyTimeout: upstream.timeoutMs,
+          },
+          relay,
+        )
+      })
+    }
+  }
+
+  #failure(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    upstream: ServiceUpstream,
+    err: Error & { code?: string },
+    started: boolean,
+    end: (status: number | undefined, error?: BackendErrorKind) => void,
+  ): void {
+    const code = err.code ?? ''
+    const service = upstream.label
+    if (started) {
+      end(reply.raw.statusCode, 'relay')
+      this.#log(request, 'relay', { service, err: { code, message: err.message } }, 'relaying a service answer failed')
+      reply.raw.destroy()
+      return
+    }
+    if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+      end(undefined, 'timeout')
+      this.#log(request, `timeout:${service}`, { service }, 'service did not answer in time')
+      sendServiceError(reply, 'request_timeout', `The ${service} service did not answer in time`)
+      return
+    }
+    const kind: BackendErrorKind =
+      code === 'UND_ERR_CONNECT_TIMEOUT' ? 'connect_timeout' : UNREACHABLE.has(code) ? 'unreachable' : 'failed'
+    end(undefined, kind)
+    this.#log(request, `${kind}:${service}`, { service, err: { code, message: err.message } }, 'service unreachable')
+    // A client that sent a body the upstream never read (it failed first) is not read to the end.
+    if (!request.raw.complete) reply.header('connection', 'close')
+    sendServiceError(reply, 'backend_unreachable', `The ${service} service could not be reached`)
+  }
+
+  /** One line per kind and 10 s while an upstream fails the same way. */
+  #log(request: FastifyRequest, kind: string, details: object, message: string): void {
+    const taken = this.#errorLog.take(kind)
+    if (taken.write) request.log.warn({ ...details, occurrences: taken.occurrences }, message)
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#pools.values()].map((p) => p.close()))
+  }
+}

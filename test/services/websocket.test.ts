@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { connect, type AddressInfo, type Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { test } from 'node:test'
+import { ANON, PUBLISHABLE, withServices } from './support.ts'
+
+interface SocketUpstream {
+  url: string
+  handshakes: IncomingMessage[]
+  sockets: Duplex[]
+  /** How the next handshake is answered: accepted (echoing what it receives) or refused. */
+  mode: 'accept' | 'refuse'
+  close(): Promise<void>
+}
+
+/** A WebSocket upstream at the byte level: answers the handshake as RFC 6455 §4.2.2 says, then echoes. */
+async function startSocketUpstream(): Promise<SocketUpstream> {
+  const server: Server = createServer((_req, res) => res.writeHead(426).end())
+  const state: SocketUpstream = {
+    url: '',
+    handshakes: [],
+    sockets: [],
+    mode: 'accept',
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of state.sockets) s.destroy()
+        server.close(() => resolve())
+      }),
+  }
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    state.handshakes.push(req)
+    if (state.mode === 'refuse') {
+      socket.end(
+        'HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: 18\r\n\r\n{"error":"denied"}',
+      )
+      return
+    }
+    const accept = createHash('sha1')
+      .update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+      .digest('base64')
+    const protocol = String(req.headers['sec-websocket-protocol'] ?? '')
+      .split(',')[0]!
+      .trim()
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n` +
+        (protocol ? `Sec-WebSocket-Protocol: ${protocol}\r\n` : '') +
+        '\r\n',
+    )
+    state.sockets.push(socket)
+    socket.on('data', (c: Buffer) => socket.write(c))
+    socket.on('error', () => socket.destroy())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return state
+}
+
+interface Client {
+  socket: Socket
+  head: string
+  /** Bytes received after the head. */
+  received(): Buffer
+  closed: Promise<void>
+}
+
+/** Sends a WebSocket handshake on a raw socket and resolves once the answer's head is in. */
+function handshake(port: number, target: string, extra = ''): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    let buffer = Buffer.alloc(0)
+    let head: string | undefined
+    const closed = new Promise<void>((r) => socket.on('close', () => r()))
+    socket.on('error', reject)
+    socket.on('data', (c: Buffer) => {
+      buffer = Buffer.concat([buffer, c])
+      if (head !== undefined) return
+      const end = buffer.indexOf('\r\n\r\n')
+      if (end === -1) return
+      head = buffer.subarray(0, end).toString('latin1')
+      buffer = buffer.subarray(end + 4)
+      resolve({ socket, head, received: () => buffer, closed })
+    })
+    socket.on('close', () => {
+      if (head === undefined) resolve({ socket, head: buffer.toString('latin1'), received: () => buffer, closed })
+    })
+    socket.write(
+      `GET ${target} HTTP/1.1\r\nHost: api.example.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n' +
+        `${extra}\r\n`,
+    )
+  })
+}
+
+async function until(check: () => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting')
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+test('the socket handshake reaches Realtime as its gateway sends it, and frames pass both ways untouched', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: `${up.url}/realtime` }, realtimeTenant: 'realtime-dev' })
+  try {
+    const port = Number(new URL(h.url).port)
+    const client = await handshake(
+      port,
+      `/realtime/v1/websocket?apikey=${PUBLISHABLE}&vsn=1.0.0`,
+      'Sec-WebSocket-Protocol: realtime, other\r\nX-Forwarded-For: 6.6.6.6\r\n',
+    )
+    assert.match(client.head, /^HTTP\/1\.1 101 /)
+    assert.match(client.head, /\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK\+xOo=/)
+    assert.match(client.head, /\r\nSec-WebSocket-Protocol: realtime/)
+    assert.match(client.head, /\r\nx-request-id: [0-9a-f-]{36}/)
+    const req = up.handshakes[0]!
+    assert.equal(req.url, `/realtime/socket/websocket?apikey=${encodeURIComponent(ANON)}&vsn=1.0.0`)
+    assert.equal(req.headers['x-api-key'], ANON)
+    assert.equal(req.headers.apikey, ANON)
+    assert.equal(req.headers.host, 'realtime-dev')
+    assert.equal(req.headers['sec-websocket-protocol'], 'realtime, other')
+    assert.equal(req.headers['x-forwarded-for'], '127.0.0.1')
+    assert.equal(req.headers['x-forwarded-host'], 'api.example.test')
+    assert.equal(req.headers.authorization, undefined, 'no Authorization is built on the socket')
+    // A masked text frame "hi" (RFC 6455 §5.7), echoed byte for byte by the upstream.
+    const frame = Buffer.from([0x81, 0x82, 1, 2, 3, 4, 0x68 ^ 1, 0x69 ^ 2])
+    client.socket.write(frame)
+    await until(() => client.received().length >= frame.length)
+    assert.ok(client.received().equals(frame))
+    // Realtime closing its end closes the client's.
+    up.sockets[0]!.destroy()
+    await client.closed
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
+test('without a key the handshake is refused in our shape, and Realtime is not asked', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } })
+  try {
+    const client = await handshake(Number(new URL(h.url).port), '/realtime/v1/websocket?vsn=1.0.0')
+    await client.closed
+    assert.match(client.head, /^HTTP\/1\.1 401 Unauthorized/)
+    assert.match(client.received().toString(), /"code":"no_api_key"/)
+    const bad = await handshake(Number(new URL(h.url).port), '/realtime/v1/websocket?apikey=nope')
+    await bad.closed
+    assert.match(bad.received().toString(), /"code":"invalid_api_key"/)
+    assert.equal(up.handshakes.length, 0)
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
+test("Realtime's own refusal of the handshake is relayed, then the connection ends", async () => {
+  const up = await startSocketUpstream()
+  up.mode = 'refuse'
+  const h = await withServices({ urls: { realtime: up.url } })
+  try {
+    const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+    await client.closed
+    assert.match(client.head, /^HTTP\/1\.1 403 Forbidden/)
+    assert.equal(client.received().toString(), '{"error":"denied"}')
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
+test('an idle socket is closed after the idle time; traffic keeps it open', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url }, timeoutsMs: { realtime: 400 } })
+  try {
+    const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+    const opened = Date.now()
+    // A heartbeat every 150 ms for 700 ms: longer than the idle time in all, never idle that long.
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 150))
+      client.socket.write(Buffer.from([0x89, 0x80, 0, 0, 0, 0]))
+    }
+    assert.equal(client.socket.destroyed, false)
+    await client.closed
+    assert.ok(Date.now() - opened >= 700, 'closed only once idle')
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
+test('stopping authgate closes its sockets; an unreachable Realtime is 502', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } })
+  const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+  assert.match(client.head, / 101 /)
+  await h.close()
+  await client.closed
+  await up.close()
+
+  const gone = await withServices({ urls: { realtime: 'http://127.0.0.1:9' } })
+  try {
+    const refused = await handshake(Number(new URL(gone.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+    await refused.closed
+    assert.match(refused.head, /^HTTP\/1\.1 502 /)
+    assert.match(refused.received().toString(), /The realtime service could not be reached/)
+  } finally {
+    await gone.close()
+  }
+})
+
+test('an Upgrade elsewhere stays an ordinary request', async () => {
+  const h = await withServices()
+  try {
+    const res = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(h.url).port), '127.0.0.1')
+      let data = ''
+      socket.on('data', (c) => (data += c.toString()))
+      socket.on('close', () => resolve(data))
+      socket.on('error', reject)
+      socket.write(
+        `GET /rest/v1/todos HTTP/1.1\r\nHost: x\r\napikey: ${PUBLISHABLE}\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\n\r\n`,
+      )
+    })
+    assert.match(res, /^HTTP\/1\.1 200 /)
+    assert.equal(h.upstream.requests[0]!.headers.upgrade, undefined)
+  } finally {
+    await h.close()
+  }
+})
