@@ -5,6 +5,7 @@ import { AUTH_ROUTES, routeName, type AuthRoute } from '../src/auth/routes/index
 import { ACCOUNT_ROUTES } from '../src/ratelimit/abuse-config.ts'
 import { loadRateLimitSettings } from '../src/settings.ts'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
+import { asRelayed } from './support/relayed-answer.ts'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
 
@@ -180,7 +181,9 @@ describe('one reading of a request, the backend’s, field by field from the rou
     return { status: res.status, code }
   }
 
-  const direct = (route: AuthRoute, b: Base, body: string, url?: string) => send(stack.backend.url, route, b, body, url)
+  // Supabase Auth's own decision, as authgate relays it (its OAuth token errors are RFC 6749's).
+  const direct = async (route: AuthRoute, b: Base, body: string, url?: string) =>
+    asRelayed(routeName(route), await send(stack.backend.url, route, b, body, url))
   const through = (route: AuthRoute, b: Base, body: string, url?: string) =>
     send(`${stack.url}${stack.prefix}`, route, b, body, url)
 
