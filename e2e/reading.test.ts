@@ -113,7 +113,7 @@ interface Answer {
 describe('one reading of a request, the backend’s, field by field from the route table', () => {
   let stack: Stack
   let shared = ''
-  const counts = { folded: 0, empty: 0, null: 0, repeated: 0 }
+  const counts = { folded: 0, empty: 0, null: 0, repeated: 0, nul: 0 }
   const limited: string[] = []
 
   before(async () => {
@@ -143,7 +143,7 @@ describe('one reading of a request, the backend’s, field by field from the rou
   after(async () => {
     if (unavailable === undefined)
       console.log(
-        `reading: ${counts.folded} case-folded keys refused, ${counts.empty} "" and ${counts.null} null fields and ${counts.repeated} repeated query parameters answered alike\n${limited.join('\n')}`,
+        `reading: ${counts.folded} case-folded keys refused, ${counts.empty} "" and ${counts.null} null fields and ${counts.repeated} repeated query parameters answered alike, ${counts.nul} NUL characters refused where Supabase Auth fails\n${limited.join('\n')}`,
       )
     await stack?.stop()
   })
@@ -276,6 +276,37 @@ describe('one reading of a request, the backend’s, field by field from the rou
           }
         }
       })
+    }
+  }
+
+  /**
+   * The fields whose value Supabase Auth stores (the route table's `nulRefused`): a NUL character in
+   * one makes Supabase Auth answer 500; authgate answers 400 and forwards nothing.
+   */
+  for (const route of AUTH_ROUTES.filter((r) => r.nulRefused !== undefined)) {
+    for (const field of route.nulRefused!) {
+      it(
+        `${routeName(route)} ${field} with a NUL character: 500 from Supabase Auth, 400 from authgate`,
+        needsBackend,
+        async () => {
+          const make = BASES[routeName(route)]!
+          const spelled = (b: Base) => {
+            const value = field === 'data' ? { note: 'a\u0000b' } : 'pkce_a\u0000b'
+            // A token hash comes alone with its type.
+            const body = field === 'token_hash' ? { type: 'email', token_hash: value } : { ...b.body, [field]: value }
+            return JSON.stringify(body)
+          }
+          const one: Base = make()
+          const straight = await direct(route, one, spelled(one))
+          assert.equal(straight.status, 500, JSON.stringify(straight))
+          const other: Base = make()
+          const before = await served(new URL(other.url, 'http://x').pathname)
+          const gated = await through(route, other, spelled(other))
+          assert.deepEqual(gated, { status: 400, code: 'validation_failed' })
+          assert.equal(await served(new URL(other.url, 'http://x').pathname), before)
+          counts.nul++
+        },
+      )
     }
   }
 
