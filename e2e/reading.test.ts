@@ -397,6 +397,30 @@ describe('one reading of a request, the backend’s, field by field from the rou
     assert.equal((await served('/otp')) - before, 3)
   })
 
+  it(
+    'Supabase Auth folds the long s and the Kelvin sign into field names; authgate refuses both',
+    needsBackend,
+    async () => {
+      const route = AUTH_ROUTES.find((r) => routeName(r) === 'POST /token')!
+      const password: Base = { url: '/token?grant_type=password', body: {} }
+      const signIn = `{"email":"reading-user@example.com","pa\u017f\u017fword":"${PASSWORD}"}`
+      // A session: the backend read `paſſword` as the password.
+      assert.equal((await direct(route, password, signIn)).status, 200)
+      assert.deepEqual(await through(route, password, signIn), { status: 400, code: 'validation_failed' })
+      const session = await fetch(`${stack.backend.url}/token?grant_type=password`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'reading-user@example.com', password: PASSWORD }),
+      })
+      const { refresh_token } = (await session.json()) as { refresh_token: string }
+      const refresh: Base = { url: '/token?grant_type=refresh_token', body: {} }
+      const kelvin = `{"refresh_to\u212aen":"${refresh_token}"}`
+      assert.deepEqual(await through(route, refresh, kelvin), { status: 400, code: 'validation_failed' })
+      // A new session: the backend read `refresh_toKen` (Kelvin sign) as the refresh token.
+      assert.equal((await direct(route, refresh, kelvin)).status, 200)
+    },
+  )
+
   it("Supabase's Go client: OTP and verify with the other address empty pass through", needsBackend, async () => {
     const email = fresh()
     const otp = await post('/otp', `{"email":"${email}","phone":""}`)
