@@ -92,6 +92,29 @@ const BASES: Record<string, () => Base> = {
   'POST /sso': () => ({ url: '/sso', body: { domain: 'example.com', skip_http_redirect: true } }),
 }
 
+/** The routes with a query and no body: their query is read and repeated like the others'. */
+const QUERY_BASES: Record<string, () => Base> = {
+  // A fresh user: a sign-out ends the session a shared token would need afterwards.
+  'POST /logout': () => ({ url: '/logout?scope=local', body: {}, user: 'fresh' }),
+  'GET /authorize': () => ({ url: '/authorize?provider=github&redirect_to=http://localhost:3000', body: {} }),
+  'GET /verify': () => ({ url: '/verify?token=abc&type=signup&redirect_to=http://localhost:3000', body: {} }),
+  'GET /oauth/authorize': () => ({
+    url: `/oauth/authorize?client_id=${randomUUID()}&redirect_uri=http://localhost:3000/cb&response_type=code`,
+    body: {},
+  }),
+  'GET /user/identities/authorize': () => ({
+    url: '/user/identities/authorize?provider=github&skip_http_redirect=true',
+    body: {},
+    user: 'shared',
+  }),
+  'GET /sso/saml/metadata': () => ({ url: '/sso/saml/metadata?download=true', body: {} }),
+  'DELETE /user/oauth/grants': () => ({
+    url: `/user/oauth/grants?client_id=${randomUUID()}`,
+    body: {},
+    user: 'shared',
+  }),
+}
+
 type Schema = Record<string, unknown>
 
 const propertiesOf = (route: AuthRoute): Record<string, Schema> =>
@@ -114,7 +137,7 @@ interface Answer {
 describe('one reading of a request, the backend’s, field by field from the route table', () => {
   let stack: Stack
   let shared = ''
-  const counts = { folded: 0, empty: 0, null: 0, repeated: 0 }
+  const counts = { folded: 0, empty: 0, null: 0, repeated: 0, nul: 0 }
   const limited: string[] = []
 
   before(async () => {
@@ -144,7 +167,7 @@ describe('one reading of a request, the backend’s, field by field from the rou
   after(async () => {
     if (unavailable === undefined)
       console.log(
-        `reading: ${counts.folded} case-folded keys refused, ${counts.empty} "" and ${counts.null} null fields and ${counts.repeated} repeated query parameters answered alike\n${limited.join('\n')}`,
+        `reading: ${counts.folded} case-folded keys refused, ${counts.empty} "" and ${counts.null} null fields and ${counts.repeated} repeated query parameters answered alike, ${counts.nul} NUL characters refused where Supabase Auth fails\n${limited.join('\n')}`,
       )
     await stack?.stop()
   })
@@ -167,7 +190,7 @@ describe('one reading of a request, the backend’s, field by field from the rou
         'x-supabase-api-version': '2024-01-01',
         ...(token ? { authorization: `Bearer ${token}` } : {}),
       },
-      body,
+      ...(route.body ? { body } : {}),
       redirect: 'manual',
     })
     const text = await res.text()
@@ -249,6 +272,12 @@ describe('one reading of a request, the backend’s, field by field from the rou
         }
       })
     }
+  }
+
+  for (const route of AUTH_ROUTES.filter((r) => r.query)) {
+    const make = BASES[routeName(route)] ?? QUERY_BASES[routeName(route)]
+    it(`${routeName(route)} has a base request for its query`, () => assert.ok(make, routeName(route)))
+    if (!make) continue
     const query = (route.query as Schema | undefined)?.properties as Record<string, Schema> | undefined
     for (const [param, schema] of Object.entries(query ?? {})) {
       it(`${routeName(route)} ?${param} repeated`, needsBackend, async () => {
@@ -279,6 +308,37 @@ describe('one reading of a request, the backend’s, field by field from the rou
           }
         }
       })
+    }
+  }
+
+  /**
+   * The fields whose value Supabase Auth stores (the route table's `nulRefused`): a NUL character in
+   * one makes Supabase Auth answer 500; authgate answers 400 and forwards nothing.
+   */
+  for (const route of AUTH_ROUTES.filter((r) => r.nulRefused !== undefined)) {
+    for (const field of route.nulRefused!) {
+      it(
+        `${routeName(route)} ${field} with a NUL character: 500 from Supabase Auth, 400 from authgate`,
+        needsBackend,
+        async () => {
+          const make = BASES[routeName(route)]!
+          const spelled = (b: Base) => {
+            const value = field === 'data' ? { note: 'a\u0000b' } : 'pkce_a\u0000b'
+            // A token hash comes alone with its type.
+            const body = field === 'token_hash' ? { type: 'email', token_hash: value } : { ...b.body, [field]: value }
+            return JSON.stringify(body)
+          }
+          const one: Base = make()
+          const straight = await direct(route, one, spelled(one))
+          assert.equal(straight.status, 500, JSON.stringify(straight))
+          const other: Base = make()
+          const before = await served(new URL(other.url, 'http://x').pathname)
+          const gated = await through(route, other, spelled(other))
+          assert.deepEqual(gated, { status: 400, code: 'validation_failed' })
+          assert.equal(await served(new URL(other.url, 'http://x').pathname), before)
+          counts.nul++
+        },
+      )
     }
   }
 
@@ -339,6 +399,30 @@ describe('one reading of a request, the backend’s, field by field from the rou
     assert.ok(refusedByAuthgate(await post('/otp', `{"phone":"+${phone}"}`)))
     assert.equal((await served('/otp')) - before, 3)
   })
+
+  it(
+    'Supabase Auth folds the long s and the Kelvin sign into field names; authgate refuses both',
+    needsBackend,
+    async () => {
+      const route = AUTH_ROUTES.find((r) => routeName(r) === 'POST /token')!
+      const password: Base = { url: '/token?grant_type=password', body: {} }
+      const signIn = `{"email":"reading-user@example.com","pa\u017f\u017fword":"${PASSWORD}"}`
+      // A session: the backend read `paſſword` as the password.
+      assert.equal((await direct(route, password, signIn)).status, 200)
+      assert.deepEqual(await through(route, password, signIn), { status: 400, code: 'validation_failed' })
+      const session = await fetch(`${stack.backend.url}/token?grant_type=password`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'reading-user@example.com', password: PASSWORD }),
+      })
+      const { refresh_token } = (await session.json()) as { refresh_token: string }
+      const refresh: Base = { url: '/token?grant_type=refresh_token', body: {} }
+      const kelvin = `{"refresh_to\u212aen":"${refresh_token}"}`
+      assert.deepEqual(await through(route, refresh, kelvin), { status: 400, code: 'validation_failed' })
+      // A new session: the backend read `refresh_toKen` (Kelvin sign) as the refresh token.
+      assert.equal((await direct(route, refresh, kelvin)).status, 200)
+    },
+  )
 
   it("Supabase's Go client: OTP and verify with the other address empty pass through", needsBackend, async () => {
     const email = fresh()

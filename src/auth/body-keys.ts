@@ -59,7 +59,9 @@ export function repeatedKey(text: string): KeyProblem | undefined {
       while (text.charCodeAt(end) !== 0x22) end += text.charCodeAt(end) === 0x5c ? 2 : 1
       if (expectKey) {
         const frame = frames[frames.length - 1]!
-        const key = JSON.parse(text.slice(i, end + 1)) as string
+        const raw = text.slice(i + 1, end)
+        // Only a key with an escape needs decoding (`"\u0065mail"` is `email`).
+        const key = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw
         if (frame.keys!.has(key)) return { path: frame.path, key }
         frame.keys!.add(key)
         frame.at = key

@@ -6,7 +6,7 @@ import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
 import { backendValues } from './go-values.ts'
 import type { AuthRoute } from './routes/index.ts'
 import { withoutNulls } from './types/nullable.ts'
-import { withoutEmpty } from './types/presence.ts'
+import { holdsNul, withoutEmpty } from './types/presence.ts'
 
 /**
  * The body of a mounted route, in one place: read once as bytes (the limit enforced while reading),
@@ -132,6 +132,13 @@ export function unclearKey(
   return undefined
 }
 
+/** The first listed field whose value holds a NUL character, if any. */
+export function nulField(value: unknown, fields: readonly string[] | undefined): string | undefined {
+  if (fields === undefined || value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+  const record = value as Record<string, unknown>
+  return fields.find((f) => Object.hasOwn(record, f) && holdsNul(record[f]))
+}
+
 const JSON_ONLY = 'Content-Type must be application/json'
 const JSON_OR_FORM = 'Content-Type must be application/json or application/x-www-form-urlencoded'
 
@@ -164,6 +171,14 @@ export function bodyHook(route: AuthRoute) {
         const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
         if (unclear) return sendError(request, reply, unclear.code, unclear.message)
       }
+      const nul = nulField(parsed.value, route.nulRefused)
+      if (nul !== undefined)
+        return sendError(
+          request,
+          reply,
+          'validation_failed',
+          `body/${nul} contains a NUL character (\\u0000), which Supabase Auth cannot store`,
+        )
       // Supabase Auth reads a `null` property as an absent one, and on some fields `""` too: so
       // does the validator.
       request.body = withoutEmpty(kind === 'json' ? withoutNulls(parsed.value) : parsed.value, route.emptyIsAbsent)

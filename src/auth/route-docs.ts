@@ -5,6 +5,7 @@ import { describeRequirements } from './query-requirements.ts'
 import type { KnownErrorCode } from './error-codes.ts'
 import { routeName, type AuthRoute } from './routes/index.ts'
 import { NO_PROTOTYPE_KEYS } from './types/common.ts'
+import { isRecord } from '../core/is-record.ts'
 import { COOKIE_MODE_NOTE, COOKIE_MODE_REDIRECT_NOTE, withCookieAnswer } from './session-docs.ts'
 
 /**
@@ -222,11 +223,42 @@ function requestExamples(route: AuthRoute): Record<string, Record<string, unknow
   )
 }
 
+/** The prototype-key rule on an object below the body's root (the root's carries the description). */
+const NESTED_NO_PROTOTYPE_KEYS = { not: { const: '__proto__' } } as const
+
+const takesObjects = (schema: Record<string, unknown>) =>
+  schema.type === 'object' || (Array.isArray(schema.type) && schema.type.includes('object'))
+
+/**
+ * The body schema with the JSON reader's prototype-key rule (src/auth/body.ts refuses `__proto__`
+ * at any depth) stated on every object it describes: the root, declared nested objects (the
+ * captcha object, WebAuthn credentials) and free-form ones (user metadata). Values the schema
+ * leaves open are covered by the root's description.
+ */
+export function withPrototypeRule(schema: unknown, root = false): unknown {
+  if (!isRecord(schema)) return schema
+  const out: Record<string, unknown> = { ...schema }
+  if (root) out.propertyNames = NO_PROTOTYPE_KEYS
+  else if (takesObjects(schema)) out.propertyNames = NESTED_NO_PROTOTYPE_KEYS
+  for (const key of ['properties', 'patternProperties'] as const) {
+    const map = schema[key]
+    if (isRecord(map))
+      out[key] = Object.fromEntries(Object.entries(map).map(([name, s]) => [name, withPrototypeRule(s)]))
+  }
+  for (const key of ['items', 'additionalProperties'] as const)
+    if (isRecord(schema[key])) out[key] = withPrototypeRule(schema[key])
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    const list = schema[key]
+    if (Array.isArray(list)) out[key] = list.map((s) => withPrototypeRule(s))
+  }
+  return out
+}
+
 /** The route's schema as documented: tags, summary, parameters, body, security and every status. */
 export function routeSchema(route: AuthRoute, limited: boolean, cookieSessions = false): Record<string, unknown> {
   const codes = errorCodes(route, limited, cookieSessions)
   return {
-    ...(route.body && route.kind === 'typed' ? { body: { ...route.body, propertyNames: NO_PROTOTYPE_KEYS } } : {}),
+    ...(route.body && route.kind === 'typed' ? { body: withPrototypeRule(route.body, true) } : {}),
     ...(route.query ? { querystring: route.query } : {}),
     ...(route.params ? { params: route.params } : {}),
     ...(route.form ? { consumes: ['application/json', 'application/x-www-form-urlencoded'] } : {}),

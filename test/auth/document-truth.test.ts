@@ -210,6 +210,12 @@ describe('schemas: what Supabase Auth accepts', () => {
       const schema = media.schema.$ref ? doc.components.schemas[media.schema.$ref.split('/').pop()] : media.schema
       assert.deepEqual(schema.propertyNames.not, { const: '__proto__' }, `${r.method} ${r.path}`)
     }
+    // And on the objects inside, declared or free-form: the reader refuses the key at any depth.
+    const signup = doc.components.schemas.SignupRequest
+    assert.deepEqual(signup.properties.data.propertyNames, { not: { const: '__proto__' } })
+    const meta = signup.properties.gotrue_meta_security
+    const metaSchema = meta.$ref ? doc.components.schemas[meta.$ref.split('/').pop()] : meta
+    assert.deepEqual(metaSchema.propertyNames, { not: { const: '__proto__' } })
   })
 
   test("an empty form on /oauth/token is a form (its missing grant_type), not 'Request body is empty'", async () => {

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { emptyAdmitted, present, withoutEmpty } from '../../src/auth/types/presence.ts'
+import { nulField } from '../../src/auth/body.ts'
+import { AUTH_ROUTES, routeName } from '../../src/auth/routes/index.ts'
+import {
+  NUL_REFUSED,
+  emptyAdmitted,
+  holdsNul,
+  nulDocumented,
+  present,
+  withoutEmpty,
+} from '../../src/auth/types/presence.ts'
 import { bodyAjv } from '../../src/validation.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
 
@@ -100,4 +109,49 @@ describe('through authgate, as Supabase Auth reads them', () => {
       assert.equal(h.backend.requests[0]!.body.toString(), body)
     })
   }
+})
+
+describe('NUL characters where Supabase Auth stores the value', () => {
+  test('found in strings and keys at any depth of the listed fields only', () => {
+    assert.equal(holdsNul('a\u0000'), true)
+    assert.equal(holdsNul({ a: [1, { b: 'x\u0000y' }] }), true)
+    assert.equal(holdsNul({ 'k\u0000': 1 }), true)
+    assert.equal(holdsNul({ a: ['ok', 1, null, true] }), false)
+    assert.equal(nulField({ data: { a: '\u0000' }, password: '\u0000' }, ['data']), 'data')
+    assert.equal(nulField({ password: '\u0000' }, ['data']), undefined)
+    assert.equal(nulField({ data: 'x' }, undefined), undefined)
+    assert.equal(nulField([{ data: '\u0000' }], ['data']), undefined)
+  })
+
+  test('the document states the rule on each listed field', () => {
+    const documented = nulDocumented({ properties: { data: { description: 'Metadata' }, bare: {} } }, [
+      'data',
+      'bare',
+      'none',
+    ])
+    assert.equal(documented.properties.data.description, `Metadata. ${NUL_REFUSED}`)
+    assert.equal((documented.properties.bare as { description?: string }).description, NUL_REFUSED)
+    assert.deepEqual(nulDocumented({ type: 'string' }, ['data']), { type: 'string' })
+    const verify = AUTH_ROUTES.find((r) => routeName(r) === 'POST /verify')!.body as {
+      properties: Record<string, { description: string }>
+    }
+    assert.match(verify.properties.token_hash!.description, /NUL character/)
+  })
+
+  test('refused with 400 before anything is forwarded; elsewhere a NUL is the backend’s', async (t) => {
+    const h = await withFakeBackend()
+    t.after(() => h.close())
+    const send = (url: string, payload: string) =>
+      h.app.inject({ method: 'POST', url, payload, headers: { ...JSON_CT, 'x-supabase-api-version': '2024-01-01' } })
+    const refused = await send('/auth/otp', '{"email":"a@b.co","data":{"note":"a\\u0000b"}}')
+    assert.equal(refused.statusCode, 400)
+    assert.equal(refused.json().code, 'validation_failed')
+    assert.match(refused.json().message, /body\/data contains a NUL character/)
+    const hash = await send('/auth/verify', '{"type":"email","token_hash":"pkce_\\u0000"}')
+    assert.equal(hash.statusCode, 400)
+    assert.equal(h.backend.requests.length, 0)
+    const password = await send('/auth/signup', '{"email":"a@b.co","password":"correct-horse\\u0000"}')
+    assert.equal(password.statusCode, 200, password.body)
+    assert.equal(h.backend.requests.length, 1)
+  })
 })

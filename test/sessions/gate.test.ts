@@ -419,6 +419,16 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.equal((await withCookie(cookie, 'GET', '/auth/session')).statusCode, 401)
   })
 
+  it('a repeated scope is read as Supabase Auth reads it: the first value', async () => {
+    const cookie = await signedIn()
+    const kept = await withCookie(cookie, 'POST', '/auth/logout?scope=others&scope=global', { origin: OWN })
+    assert.equal(kept.statusCode, 204)
+    assert.equal(kept.headers['set-cookie'], undefined)
+    assert.equal((await withCookie(cookie, 'GET', '/auth/session')).statusCode, 200)
+    const ended = await withCookie(cookie, 'POST', '/auth/logout?scope=global&scope=others', { origin: OWN })
+    assert.match(cookieOf(ended), /Max-Age=0/)
+  })
+
   it('a sign-out Supabase Auth no longer knows also ends it here; a failing one does not', async () => {
     const cookie = await signedIn()
     h.backend.handler = (_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end('{}')

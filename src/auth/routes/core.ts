@@ -49,6 +49,7 @@ export const coreRoutes = withDefaults(CORE, [
     description:
       'Returns a session when the user is confirmed automatically, otherwise the user awaiting confirmation. Without e-mail and phone this is an anonymous sign-in.',
     emptyIsAbsent: ['email', 'phone', 'code_challenge', 'code_challenge_method'],
+    nulRefused: ['data'],
     body: req.SignupRequest,
     query: redirectQuery,
     examples: {
@@ -153,6 +154,7 @@ export const coreRoutes = withDefaults(CORE, [
     description:
       'Sends a magic link or a one-time code by e-mail, or a code by SMS/WhatsApp. Creates the user unless `create_user` is `false`. Exchange the code at `POST /verify`.',
     emptyIsAbsent: ['email', 'phone', 'code_challenge', 'code_challenge_method'],
+    nulRefused: ['data'],
     body: req.OTPRequest,
     query: redirectQuery,
     examples: {
@@ -175,6 +177,7 @@ export const coreRoutes = withDefaults(CORE, [
       'The older form of `POST /otp` with an e-mail, still served by Supabase Auth: sends a magic link, or signs an unknown address up and sends its confirmation. Validated, rate limited, limited per account and counted against the e-mail budget as `POST /otp` is.',
     deprecated: true,
     emptyIsAbsent: ['email', 'code_challenge', 'code_challenge_method'],
+    nulRefused: ['data'],
     body: req.MagicLinkRequest,
     query: redirectQuery,
     examples: {
@@ -195,6 +198,7 @@ export const coreRoutes = withDefaults(CORE, [
     summary: 'Verify a one-time code',
     description: "Exchanges a one-time code (with `email` or `phone`) or an e-mail link's `token_hash` for a session.",
     emptyIsAbsent: ['type', 'token', 'token_hash', 'email', 'phone', 'redirect_to'],
+    nulRefused: ['token_hash'],
     body: req.VerifyRequest,
     query: redirectQuery,
     examples: {
@@ -276,6 +280,7 @@ export const coreRoutes = withDefaults(CORE, [
     description:
       'Changes e-mail, phone, password or `user_metadata` (`data`). An e-mail or phone change is confirmed by a message to the new address.',
     emptyIsAbsent: ['email', 'phone', 'code_challenge', 'code_challenge_method'],
+    nulRefused: ['data'],
     body: req.UpdateUserRequest,
     query: redirectQuery,
     examples: { metadata: { summary: 'Change user metadata', value: { data: { name: 'Ada Lovelace' } } } },

@@ -50,6 +50,12 @@ export interface AuthRoute {
    * (src/auth/types/presence.ts).
    */
   emptyIsAbsent?: readonly string[]
+  /**
+   * Top-level body fields whose value Supabase Auth stores or looks up in its database, which cannot
+   * hold a NUL character: a `\u0000` in one of their strings (or keys, at any depth) makes it answer
+   * 500, so authgate refuses it with 400 (src/auth/body.ts) and the field's description says so.
+   */
+  nulRefused?: readonly string[]
   /** The backend does not read the body (docs/decisions.md, D5): an empty one is accepted. */
   bodyOptional?: boolean
   /**

@@ -8,7 +8,7 @@ import { oauthServerRoutes, oauthUserRoutes } from './oauth.ts'
 import { passkeyRoutes } from './passkeys.ts'
 import { ssoRoutes } from './sso.ts'
 import { nullableOptionals } from '../types/nullable.ts'
-import { emptyAdmitted } from '../types/presence.ts'
+import { emptyAdmitted, nulDocumented } from '../types/presence.ts'
 
 export type { AuthRoute, AuthTag, GroupDefaults, HttpMethod, RequestExample, ResponseDoc } from './entry.ts'
 
@@ -35,7 +35,12 @@ const TABLE = [
  * the fields a route's handler reads as absent when empty also take `""` (src/auth/types/presence.ts).
  */
 export const AUTH_ROUTES: readonly AuthRoute[] = TABLE.map((route: AuthRoute) =>
-  route.body ? { ...route, body: nullableOptionals(emptyAdmitted(route.body, route.emptyIsAbsent)) } : route,
+  route.body
+    ? {
+        ...route,
+        body: nullableOptionals(emptyAdmitted(nulDocumented(route.body, route.nulRefused), route.emptyIsAbsent)),
+      }
+    : route,
 )
 
 /** The name of a mounted route, `METHOD /template`: a typo in a table keyed by route fails the type check. */

@@ -13,6 +13,7 @@ export const mfaRoutes = withDefaults(MFA, [
     summary: 'Enrol an MFA factor',
     description:
       'Creates an unverified TOTP, phone or WebAuthn factor for the signed-in (non-anonymous) user. For TOTP the answer carries the secret and a QR code; the factor becomes verified with its first successful challenge.',
+    nulRefused: ['friendly_name'],
     body: mfa.EnrollFactorRequest,
     examples: {
       totp: {

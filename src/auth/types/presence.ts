@@ -75,3 +75,29 @@ export function emptyAdmitted<T extends object>(schema: T, fields: readonly stri
   }
   return { ...s, properties } as T
 }
+
+/** The words every field that refuses a NUL character adds to its description. */
+export const NUL_REFUSED =
+  'A NUL character (`\\u0000`) anywhere in it is refused (400 `validation_failed`): Supabase Auth cannot store it'
+
+/** The body schema with the listed fields' descriptions stating the NUL rule. */
+export function nulDocumented<T extends object>(schema: T, fields: readonly string[] | undefined): T {
+  const s = schema as Schema
+  if (fields === undefined || !isRecord(s.properties)) return schema
+  const properties: Schema = { ...s.properties }
+  for (const field of fields) {
+    const property = properties[field]
+    if (!isRecord(property)) continue
+    const before = typeof property.description === 'string' ? `${property.description}. ` : ''
+    properties[field] = { ...property, description: before + NUL_REFUSED }
+  }
+  return { ...s, properties } as T
+}
+
+/** Whether a JSON value holds a NUL character in a string or a key, at any depth. */
+export function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000')
+  if (Array.isArray(value)) return value.some(holdsNul)
+  if (isRecord(value)) return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v))
+  return false
+}
