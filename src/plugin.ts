@@ -11,6 +11,7 @@ import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
 import { autoconfirmLookup } from './ratelimit/autoconfirm.ts'
+import { DEVICE_COOKIE } from './ratelimit/device-cookie.ts'
 import { createSessionGate, documentCookieAccess, type SessionGate, type SessionOptions } from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
@@ -101,16 +102,20 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
   const sessions = options.sessions
     ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
     : undefined
+  const rateLimit = options.rateLimit === false ? undefined : (options.rateLimit ?? loadRateLimitSettings())
+  const ownCookies: string[] = []
+  if (sessions) ownCookies.push(sessions.sessions.config.cookieName)
+  if (rateLimit?.accounts?.deviceCookie) ownCookies.push(DEVICE_COOKIE)
   const forwarder = new Forwarder({
     backend,
     cache: { defaultTtlMs: config.cacheTtlMs },
     ownCors: config.corsOrigins.length > 0,
-    sessionCookie: sessions?.sessions.config.cookieName,
+    ownCookies,
   })
   const rateLimiter =
-    options.rateLimit === false
+    rateLimit === undefined
       ? undefined
-      : createRateLimiter(options.rateLimit ?? loadRateLimitSettings(), app.log, {
+      : createRateLimiter(rateLimit, app.log, {
           ...(options.rateLimitStore ? { store: options.rateLimitStore } : {}),
           autoconfirms: autoconfirmLookup(backend),
         })

@@ -20,8 +20,8 @@ export interface ForwarderOptions {
   cache?: { defaultTtlMs: number } | false
   /** authgate answers CORS itself: the backend's `Access-Control-*` headers are not relayed. */
   ownCors?: boolean
-  /** The name of authgate's session cookie (cookie sessions): never sent on to Supabase Auth. */
-  sessionCookie?: string | undefined
+  /** The names of authgate's own cookies (session, device): never sent on to Supabase Auth. */
+  ownCookies?: readonly string[] | undefined
 }
 
 /** Called once per backend exchange, when it ends (metrics). */
@@ -74,7 +74,7 @@ export class Forwarder {
   readonly #timeoutMs: number
   readonly #cache: ResponseCache | undefined
   readonly #ownCors: boolean
-  readonly #sessionCookie: string | undefined
+  readonly #ownCookies: readonly string[]
   // While the backend is down every request fails the same way: one line per kind and 10 s, and
   // at the end of those 10 s a line with how many more there were.
   readonly #lastFailure = new Map<string, { log: FastifyRequest['log']; level: 'warn' | 'error'; message: string }>()
@@ -94,7 +94,7 @@ export class Forwarder {
     this.#timeoutMs = options.backend.options.timeoutMs
     this.#cache = options.cache === false ? undefined : new ResponseCache(options.cache ?? { defaultTtlMs: 10_000 })
     this.#ownCors = options.ownCors ?? false
-    this.#sessionCookie = options.sessionCookie
+    this.#ownCookies = options.ownCookies ?? []
   }
 
   #end(request: FastifyRequest, started: number, status: number | undefined, error?: BackendErrorKind): void {
@@ -198,7 +198,7 @@ export class Forwarder {
       identity: this.#backend.identityHeaders({ clientIp: clientIp(request), requestId: request.id }),
       host: request.headers.host,
       proto: request.protocol,
-      ownCookie: this.#sessionCookie,
+      ownCookies: this.#ownCookies,
       replaced: headers
         ? [...this.#backend.replacedHeaders, ...Object.keys(headers), ...(trace ? TRACE_HEADERS : [])]
         : this.#backend.replacedHeaders,

@@ -68,10 +68,11 @@ export interface ForwardedIdentity {
   /** Headers a route sets in place of the client's, as a flat [name, value, ...] list appended last. */
   set?: readonly string[] | undefined
   /**
-   * authgate's own session cookie (cookie sessions): a credential for authgate, so it is taken out
-   * of the `Cookie` header sent to Supabase Auth; the client's other cookies go as they came.
+   * authgate's own cookies (the session cookie, the device cookie of the per-account limit): they
+   * are credentials for authgate, so they are taken out of the `Cookie` header sent to Supabase
+   * Auth; the client's other cookies go as they came.
    */
-  ownCookie?: string | undefined
+  ownCookies?: readonly string[] | undefined
 }
 
 /**
@@ -91,8 +92,9 @@ export function outboundRequestHeaders(
     const lower = name.toLowerCase()
     if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower)) continue
     if (replaced !== undefined && replaced.includes(lower)) continue
-    if (lower === 'cookie' && id.ownCookie !== undefined) {
-      const rest = withoutCookie(rawHeaders[i + 1]!, id.ownCookie)
+    if (lower === 'cookie' && id.ownCookies !== undefined && id.ownCookies.length > 0) {
+      let rest: string | undefined = rawHeaders[i + 1]!
+      for (const own of id.ownCookies) if (rest !== undefined) rest = withoutCookie(rest, own)
       if (rest !== undefined) out.push(name, rest)
       continue
     }

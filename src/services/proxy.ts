@@ -131,7 +131,7 @@ export class ServiceProxy {
         identity: this.#identity(clientIp(request), request.id),
         host: request.headers.host,
         proto: request.protocol,
-        ownCookie: this.#o.sessionCookie,
+        ownCookies: this.#o.sessionCookie === undefined ? undefined : [this.#o.sessionCookie],
         replaced: [...own, ...plan.replaced],
         set,
       })

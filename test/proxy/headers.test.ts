@@ -16,7 +16,7 @@ test('the session cookie is not sent on; other cookies and headers are', () => {
   const out = outboundRequestHeaders(
     raw,
     { host: 'h' },
-    { identity: ['x-forwarded-for', '192.0.2.1'], ownCookie: 'authgate_session' },
+    { identity: ['x-forwarded-for', '192.0.2.1'], ownCookies: ['authgate_session'] },
   )
   assert.deepEqual(out, ['Cookie', 'a=1; b=2', 'X-Other', 'v', 'x-forwarded-for', '192.0.2.1'])
   const without = outboundRequestHeaders(raw, { host: 'h' }, { identity: ['x-forwarded-for', '192.0.2.1'] })

@@ -396,6 +396,12 @@ describe('device cookies against targeted lock-out', () => {
       assert.equal(res.statusCode, 200)
       assert.equal(res.headers['set-cookie'], undefined)
     }
+    // The device cookie is authgate's credential: Supabase Auth never receives it, other cookies it does.
+    h.backend.requests.length = 0
+    await signIn('owner-password', '203.0.113.5', `theme=dark; ${cookie}; lang=en`)
+    assert.equal(h.backend.requests.at(-1)!.headers.cookie, 'theme=dark; lang=en')
+    await signIn('owner-password', '203.0.113.5', cookie)
+    assert.equal(h.backend.requests.at(-1)!.headers.cookie, undefined)
     // Its own failures spend its own budget (5), then it too is refused, naming the device.
     const own: number[] = []
     for (let i = 0; i < 6; i++) own.push((await signIn('typo', '203.0.113.5', cookie)).statusCode)
