@@ -35,7 +35,8 @@ export function trustedPeers(cidrs: readonly string[]): BlockList {
   return list
 }
 
-function peerIsTrusted(peers: BlockList, address: string | undefined): boolean {
+/** Whether a connection's address is one of the trusted proxies (IPv4-mapped IPv6 read as IPv4). */
+export function peerIsTrusted(peers: BlockList, address: string | undefined): boolean {
   if (address === undefined) return false
   const plain = unmapIPv4(address)
   if (plain !== address) return peers.check(plain, 'ipv4') || peers.check(address, 'ipv6')

@@ -1,10 +1,8 @@
 import type { Context, Span, Tracer } from '@opentelemetry/api'
 import type { SpanExporter } from '@opentelemetry/sdk-trace'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { trustedPeers } from './request-id.ts'
-import { unmapIPv4 } from '../core/ip.ts'
 import { attachSpan, spanOf, type BackendTracer } from '../core/trace-event.ts'
-import { isIPv4 } from 'node:net'
+import { peerIsTrusted, trustedPeers } from './request-id.ts'
 
 /**
  * OpenTelemetry traces, off unless AUTHGATE_TRACING=otlp: a server span per request that reaches
@@ -50,11 +48,8 @@ export async function installTracing(app: FastifyInstance, options: TracingOptio
   const tracer: Tracer = provider.getTracer('authgate')
   const propagator = new W3CTraceContextPropagator()
   const peers = trustedPeers(options.trustedProxies)
-  const trusted = (address: string | undefined): boolean => {
-    if (address === undefined || options.trustedProxies.length === 0) return false
-    const plain = unmapIPv4(address)
-    return peers.check(plain, isIPv4(plain) ? 'ipv4' : 'ipv6')
-  }
+  const anyTrusted = options.trustedProxies.length > 0
+  const trusted = (address: string | undefined): boolean => anyTrusted && peerIsTrusted(peers, address)
 
   app.addHook('onRequest', (request, _reply, done) => {
     // A client's own traceparent would let it choose the trace its requests land in: continued only
