@@ -11,8 +11,8 @@ const MiB = 2 ** 20
  * would grow by its 100 MiB: the peak is held under 80. V8 frees the sockets' 64 KiB read buffers
  * in batches (a collection is forced once about 64 MiB of them are garbage), so the peak varies from
  * run to run (7 to 42 MiB on the 2-core machine); what stays once the transfers are over is held to
- * the 20 MiB the issue asks for. In the end-to-end half, which runs one file at a time: another test
- * file running beside it moves the collector's timing enough to fail the last bound.
+ * the 20 MiB the issue asks for. Among the end-to-end files, as a measurement of a whole process: a
+ * second test file running beside it moves the collector's timing enough to fail the last bound.
  */
 test(
   '100 MiB each way through the service: memory stays flat',
