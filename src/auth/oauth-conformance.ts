@@ -1,20 +1,11 @@
 import type { FastifyRequest } from 'fastify'
 import type { BackendFetch } from '../core/backend.ts'
-import type { AnswerMend } from '../proxy/relay.ts'
-
-/** A whole backend answer as a mend sees it (named through the mend's type, wherever it is declared). */
-type HeldAnswer = Parameters<AnswerMend>[0]
+import { heldHeader, heldJson, type HeldAnswer } from '../core/held-answer.ts'
 
 // The OAuth 2.1 server's answers where Supabase Auth departs from what OAuth clients (the MCP
 // SDK among them) act on: the issuer of an authorization response (RFC 9207) and the error shape
 // of the token endpoint (RFC 6749 §5.2). Each is a route's mend (src/auth/routes/entry.ts): the
 // answer is held whole, changed where it departs, and relayed byte for byte otherwise.
-
-function headerOf(answer: HeldAnswer, name: string): string | undefined {
-  for (let i = 0; i < answer.headers.length; i += 2)
-    if (answer.headers[i]!.toLowerCase() === name) return answer.headers[i + 1]
-  return undefined
-}
 
 /** The headers with `name` set to `value`: in the place of the first one, others of that name dropped. */
 function withHeader(headers: readonly string[], name: string, value: string): string[] {
@@ -29,20 +20,6 @@ function withHeader(headers: readonly string[], name: string, value: string): st
   }
   if (!placed) out.push(name, value)
   return out
-}
-
-/** The JSON object of an answer, when it is one and is not content-encoded. */
-function heldJson(answer: HeldAnswer): Record<string, unknown> | undefined {
-  if (headerOf(answer, 'content-encoding') !== undefined) return undefined
-  if (!/^application\/json\b/i.test(headerOf(answer, 'content-type') ?? '')) return undefined
-  try {
-    const value: unknown = JSON.parse(answer.body.toString('utf8'))
-    return value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined
-  } catch {
-    return undefined
-  }
 }
 
 /** What the issuer lookup needs of the connection to Supabase Auth. */
@@ -142,7 +119,7 @@ export function withIssuer(location: string, issuer: string): string | undefined
  */
 export async function issOnAuthorizationRedirect(answer: HeldAnswer, request: FastifyRequest): Promise<HeldAnswer> {
   if (answer.status < 300 || answer.status > 399) return answer
-  const location = headerOf(answer, 'location')
+  const location = heldHeader(answer, 'location')
   if (location === undefined || withIssuer(location, 'x') === undefined) return answer
   const issuer = await backendIssuer(backendOf(request))
   if (issuer === undefined) {

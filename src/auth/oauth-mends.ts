@@ -1,21 +1,4 @@
-import type { HeldAnswer } from '../core/held-answer.ts'
-
-/** The JSON object of an answer, when it is one (a held answer comes decoded: src/core/held-answer.ts). */
-function jsonObject(answer: HeldAnswer): Record<string, unknown> | undefined {
-  let json = false
-  for (let i = 0; i < answer.headers.length; i += 2) {
-    if (answer.headers[i]!.toLowerCase() === 'content-type') json = /^application\/json\b/i.test(answer.headers[i + 1]!)
-  }
-  if (!json) return undefined
-  try {
-    const value: unknown = JSON.parse(answer.body.toString('utf8'))
-    return value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined
-  } catch {
-    return undefined
-  }
-}
+import { heldJson, type HeldAnswer } from '../core/held-answer.ts'
 
 /**
  * RFC 7591 §3.2.1: a registration answer that issues a `client_secret` must say when it expires
@@ -25,7 +8,7 @@ function jsonObject(answer: HeldAnswer): Record<string, unknown> | undefined {
  */
 export function completeClientRegistration(answer: HeldAnswer): HeldAnswer {
   if (answer.status !== 201) return answer
-  const body = jsonObject(answer)
+  const body = heldJson(answer)
   if (body === undefined || typeof body.client_secret !== 'string' || 'client_secret_expires_at' in body) return answer
   // Appended before the closing brace, so the backend's own bytes (and their order) are kept.
   const text = answer.body.toString('utf8').trimEnd()

@@ -88,3 +88,27 @@ export function readHeldAnswer(answer: HeldAnswer): HeldAnswer {
   if (encoding === undefined) return answer
   return { status: answer.status, headers, body: readableBody(encoding, answer.body) }
 }
+
+/** The value of a held answer's header (the first of that name), lower-case `name`. */
+export function heldHeader(answer: HeldAnswer, name: string): string | undefined {
+  for (let i = 0; i < answer.headers.length; i += 2)
+    if (answer.headers[i]!.toLowerCase() === name) return answer.headers[i + 1]
+  return undefined
+}
+
+/**
+ * The JSON object of a held answer, when it is one; undefined for a body still content-encoded
+ * (the relay decodes with `readHeldAnswer` first, so only an answer that skipped it).
+ */
+export function heldJson(answer: HeldAnswer): Record<string, unknown> | undefined {
+  if (heldHeader(answer, 'content-encoding') !== undefined) return undefined
+  if (!/^application\/json\b/i.test(heldHeader(answer, 'content-type') ?? '')) return undefined
+  try {
+    const value: unknown = JSON.parse(answer.body.toString('utf8'))
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -3,7 +3,7 @@ import type { BackendSpan, BackendTracer } from '../core/trace-event.ts'
 import type { SupabaseAuthClient } from '../core/backend.ts'
 import { READ_ENCODING } from '../core/held-answer.ts'
 import { AuthgateError, sendError } from '../errors.ts'
-import { recordBackend, type BackendErrorKind, type BackendExchange } from '../core/backend-timing.ts'
+import { failureKind, recordBackend, type BackendErrorKind, type BackendExchange } from '../core/backend-timing.ts'
 import { throttle } from '../core/log-throttle.ts'
 import { clientIp } from './client-ip.ts'
 import { outboundRequestHeaders } from './headers.ts'
@@ -42,22 +42,6 @@ export interface ForwardTarget {
   /** `rewrite` gives every client the same answer (a route's mend alone): the rewritten answer may be cached. */
   rewriteCacheable?: boolean
 }
-
-// Errors that mean no usable connection to the backend (502); a connect timeout is unreachability too.
-const UNREACHABLE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-  'ETIMEDOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_CLOSED',
-  'UND_ERR_DESTROYED',
-])
 
 /**
  * The one forwarder every proxied route shares: original bytes out, the backend's status, headers
@@ -232,14 +216,13 @@ export class Forwarder {
       return
     }
     const code = err.code ?? ''
-    if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+    const kind = failureKind(code)
+    if (kind === 'timeout') {
       this.#end(request, relay.startedAt, undefined, 'timeout')
       this.#logFailure(request, 'warn', 'timeout', { backendPath: target.path }, 'backend did not answer in time')
       sendError(request, reply, 'request_timeout')
       return
     }
-    const kind =
-      code === 'UND_ERR_CONNECT_TIMEOUT' ? 'connect_timeout' : UNREACHABLE.has(code) ? 'unreachable' : 'failed'
     this.#end(request, relay.startedAt, undefined, kind)
     this.#logFailure(
       request,

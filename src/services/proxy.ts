@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Pool as UndiciPool } from 'undici'
 import { Pool } from '../core/backend.ts'
 import type { BackendErrorKind, BackendExchange } from '../core/backend-timing.ts'
-import { recordBackend } from '../core/backend-timing.ts'
+import { failureKind, recordBackend } from '../core/backend-timing.ts'
 import { throttle } from '../core/log-throttle.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import type { ExchangeObserver } from '../proxy/forwarder.ts'
@@ -26,21 +26,6 @@ export interface ServiceProxyOptions {
   /** The metrics' observer, read at each exchange (the service sets it after registration). */
   observer: () => ExchangeObserver | undefined
 }
-
-// Errors that mean no usable connection to the upstream (502), as for Supabase Auth.
-const UNREACHABLE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-  'ETIMEDOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_DESTROYED',
-])
 
 /**
  * Requests to the services beside Auth: one keep-alive pool per upstream origin, request bodies
@@ -186,14 +171,13 @@ export class ServiceProxy {
       reply.raw.destroy()
       return
     }
-    if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+    const kind = failureKind(code)
+    if (kind === 'timeout') {
       end(undefined, 'timeout')
       this.#log(request, `timeout:${service}`, { service }, 'service did not answer in time')
       sendServiceError(reply, 'request_timeout', `The ${service} service did not answer in time`)
       return
     }
-    const kind: BackendErrorKind =
-      code === 'UND_ERR_CONNECT_TIMEOUT' ? 'connect_timeout' : UNREACHABLE.has(code) ? 'unreachable' : 'failed'
     end(undefined, kind)
     this.#log(request, `${kind}:${service}`, { service, err: { code, message: err.message } }, 'service unreachable')
     // A client that sent a body the upstream never read (it failed first) is not read to the end.
