@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { AUTH_ROUTES, routeName, type AuthRoute } from '../src/auth/routes/index.ts'
 import { optionalFieldPaths, withNullAt } from '../test/support/optional-fields.ts'
-import { asRelayed } from './support/relayed-answer.ts'
+import { asRelayed, decisionOf, type Decision } from './support/relayed-answer.ts'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
 
@@ -65,11 +65,6 @@ const BASES: Record<string, () => Base> = {
   'POST /sso': () => ({ url: '/sso', body: { domain: 'example.com', skip_http_redirect: true } }),
 }
 
-interface Answer {
-  status: number
-  code: unknown
-}
-
 /**
  * Every optional field of every request body, sent as `null` to Supabase Auth directly and through
  * authgate: the same status and error code both ways. Where the backend takes the `null`, authgate
@@ -105,28 +100,10 @@ describe('JSON null where Supabase Auth takes it, field by field from the route 
     return ((await res.json()) as { access_token: string }).access_token
   }
 
-  async function send(base: string, route: AuthRoute, make: () => Base, path: string[]): Promise<Answer> {
+  async function send(base: string, route: AuthRoute, make: () => Base, path: string[]): Promise<Decision> {
     const b = make()
     const token = b.user === 'fresh' ? await userToken() : b.user === 'shared' ? shared : undefined
-    const res = await fetch(base + b.url, {
-      method: route.method,
-      headers: {
-        'content-type': 'application/json',
-        'x-supabase-api-version': '2024-01-01',
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-      },
-      body: JSON.stringify(withNullAt(b.body, path)),
-      redirect: 'manual',
-    })
-    const text = await res.text()
-    let code: unknown
-    try {
-      const json = JSON.parse(text) as Record<string, unknown>
-      code = json.code ?? json.error
-    } catch {
-      code = undefined
-    }
-    return { status: res.status, code }
+    return decisionOf(base + b.url, route.method, JSON.stringify(withNullAt(b.body, path)), token)
   }
 
   const routes = AUTH_ROUTES.filter((r) => r.body && r.kind === 'typed' && optionalFieldPaths(r.body).length > 0)

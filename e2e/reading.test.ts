@@ -5,7 +5,7 @@ import { AUTH_ROUTES, routeName, type AuthRoute } from '../src/auth/routes/index
 import { ACCOUNT_ROUTES } from '../src/ratelimit/abuse-config.ts'
 import { loadRateLimitSettings } from '../src/settings.ts'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
-import { asRelayed } from './support/relayed-answer.ts'
+import { asRelayed, decisionOf, type Decision } from './support/relayed-answer.ts'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
 
@@ -129,11 +129,6 @@ function takesStrings(s: Schema): boolean {
 /** A key the backend gives to the field and authgate does not read as it: its upper-case form. */
 const folded = (field: string) => field.toUpperCase()
 
-interface Answer {
-  status: number
-  code: unknown
-}
-
 describe('one reading of a request, the backend’s, field by field from the route table', () => {
   let stack: Stack
   let shared = ''
@@ -181,27 +176,9 @@ describe('one reading of a request, the backend’s, field by field from the rou
     return ((await res.json()) as { access_token: string }).access_token
   }
 
-  async function send(base: string, route: AuthRoute, b: Base, body: string, url = b.url): Promise<Answer> {
+  async function send(base: string, route: AuthRoute, b: Base, body: string, url = b.url): Promise<Decision> {
     const token = b.user === 'fresh' ? await userToken() : b.user === 'shared' ? shared : undefined
-    const res = await fetch(base + url, {
-      method: route.method,
-      headers: {
-        'content-type': 'application/json',
-        'x-supabase-api-version': '2024-01-01',
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-      },
-      ...(route.body ? { body } : {}),
-      redirect: 'manual',
-    })
-    const text = await res.text()
-    let code: unknown
-    try {
-      const json = JSON.parse(text) as Record<string, unknown>
-      code = json.code ?? json.error
-    } catch {
-      code = undefined
-    }
-    return { status: res.status, code }
+    return decisionOf(base + url, route.method, route.body ? body : undefined, token)
   }
 
   // Supabase Auth's own decision, as authgate relays it (its OAuth token errors are RFC 6749's).
@@ -374,9 +351,9 @@ describe('one reading of a request, the backend’s, field by field from the rou
       const victim = `victim-${path.slice(1)}-${process.pid}@example.com`
       const base = route === 'POST /token' ? `${path}?grant_type=password` : path
       const before = await served(path)
-      const spent: Answer[] = []
+      const spent: Decision[] = []
       for (let i = 0; i < 3; i++) spent.push(await post(base, victimSpellings(route, victim)[0]![1]))
-      const after: Answer[] = []
+      const after: Decision[] = []
       for (const [suffix, body] of victimSpellings(route, victim)) after.push(await post(base + suffix, body))
       // Whatever Supabase Auth answered the first three (its own once-a-minute rule for messages
       // among them), authgate let them through.
@@ -438,17 +415,10 @@ describe('one reading of a request, the backend’s, field by field from the rou
   })
 
   /** authgate's own refusal: the body's spelling (400) or the account's spent limit (429). */
-  const refusedByAuthgate = (a: Answer) =>
+  const refusedByAuthgate = (a: Decision) =>
     (a.status === 400 && (a.code === 'validation_failed' || a.code === 'bad_json')) ||
     (a.status === 429 && a.code === 'over_request_rate_limit')
 
-  async function post(url: string, body: string): Promise<Answer> {
-    const res = await fetch(`${stack.url}${stack.prefix}${url}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-supabase-api-version': '2024-01-01' },
-      body,
-    })
-    const json = (await res.json()) as Record<string, unknown>
-    return { status: res.status, code: json.code }
-  }
+  const post = (url: string, body: string): Promise<Decision> =>
+    decisionOf(`${stack.url}${stack.prefix}${url}`, 'POST', body)
 })

@@ -16,3 +16,34 @@ export function asRelayed<T extends Decision>(route: string, straight: T): T {
   if (route !== 'POST /oauth/token' || error === undefined) return straight
   return { ...straight, status: straight.status === 403 ? 400 : straight.status, code: error }
 }
+
+/**
+ * Sends one JSON request (no body when `body` is undefined) in the newer error shape
+ * (`x-supabase-api-version`), redirects not followed, and reads its decision.
+ */
+export async function decisionOf(
+  url: string,
+  method: string,
+  body: string | undefined,
+  token?: string,
+): Promise<Decision> {
+  const res = await fetch(url, {
+    method,
+    headers: {
+      'content-type': 'application/json',
+      'x-supabase-api-version': '2024-01-01',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    ...(body !== undefined ? { body } : {}),
+    redirect: 'manual',
+  })
+  const text = await res.text()
+  let code: unknown
+  try {
+    const json = JSON.parse(text) as Record<string, unknown>
+    code = json.code ?? json.error
+  } catch {
+    code = undefined
+  }
+  return { status: res.status, code }
+}
