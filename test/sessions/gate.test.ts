@@ -136,11 +136,23 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.equal(res.headers['set-cookie'], undefined)
   })
 
-  it('with the header: the cookie, and the answer without tokens', async () => {
+  it('with the header: the cookie, and the answer with stand-ins for the tokens', async () => {
     const res = await signIn()
     assert.equal(res.statusCode, 200)
     const body = res.json() as Record<string, unknown>
-    assert.deepEqual(Object.keys(body).sort(), ['expires_at', 'expires_in', 'token_type', 'user'])
+    assert.deepEqual(Object.keys(body).sort(), [
+      'access_token',
+      'expires_at',
+      'expires_in',
+      'refresh_token',
+      'token_type',
+      'user',
+    ])
+    const stored = await h.app.authgate.sessions!.sessions.load(cookieOf(res).split(';')[0]!.split('=')[1]!)
+    assert.notEqual(body.access_token, stored!.session.accessToken)
+    assert.notEqual(body.refresh_token, stored!.session.refreshToken)
+    assert.ok(h.app.authgate.sessions!.sessions.standIns.isAccess(String(body.access_token)))
+    assert.match(String(body.refresh_token), /^agr\./)
     assert.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)))
     assert.equal(res.headers['cache-control'], 'no-store')
     assert.match(
@@ -397,7 +409,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
       payload: '{"challenge_id":"1b8a2e1c-4b7a-4f0e-9d53-6f1c2a3b4c5d","code":"123456"}',
     })
     assert.equal(res.statusCode, 200, res.body)
-    assert.equal('access_token' in res.json(), false)
+    assert.ok(h.app.authgate.sessions!.sessions.standIns.isAccess(String(res.json().access_token)))
     // Supabase Auth was asked with the bearer of the old session.
     assert.match(String(h.backend.requests.at(-1)!.headers.authorization), /^Bearer ey/)
     const next = cookieOf(res)
@@ -500,7 +512,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.ok(doc.paths['/auth/session']?.get)
     assert.ok(doc.paths['/auth/session']!.get!.responses['401'])
     const token = doc.paths['/auth/token']!.post!
-    assert.match(String(token.description), /drops `access_token`, `refresh_token`/)
+    assert.match(String(token.description), /stand-ins for `access_token` and `refresh_token`/)
     assert.match(JSON.stringify(token.responses['200']), /CookieSessionResponse/)
     assert.match(JSON.stringify(token.responses['403']), /cross_site_request/)
     assert.ok(doc.paths['/notes']!.post!.responses['403'])
@@ -521,7 +533,7 @@ describe('cookie sessions in `on` mode', () => {
     }
   })
 
-  it('an e-mail link: the cookie; Location and body without the tokens', async () => {
+  it('an e-mail link: the cookie; Location with stand-ins, the body without the tokens', async () => {
     const location = 'https://app.example.com/welcome#access_token=a&expires_in=60&refresh_token=r&type=magiclink'
     const escaped = location.replaceAll('&', '&amp;')
     h.backend.handler = (req, res) => {
@@ -534,12 +546,17 @@ describe('cookie sessions in `on` mode', () => {
     }
     const res = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
     assert.equal(res.statusCode, 303)
-    assert.equal(res.headers.location, 'https://app.example.com/welcome#expires_in=60&type=magiclink')
-    assert.equal(
-      res.body,
-      '<a href="https://app.example.com/welcome#expires_in=60&amp;type=magiclink">See Other</a>.\n\n',
-    )
     const cookie = cookieOf(res).split(';')[0]!
+    const handle = sessionHandle(cookie.split('=')[1]!)
+    const standIns = h.app.authgate.sessions!.sessions.standIns
+    const relayed = new URL(String(res.headers.location))
+    assert.equal(relayed.origin + relayed.pathname, 'https://app.example.com/welcome')
+    const fragment = new URLSearchParams(relayed.hash.slice(1))
+    assert.deepEqual([...fragment.keys()], ['expires_in', 'type', 'access_token', 'refresh_token'])
+    assert.equal(fragment.get('type'), 'magiclink')
+    assert.equal(standIns.checkAccess(fragment.get('access_token')!, handle, 0), undefined)
+    assert.equal(standIns.checkRefresh(fragment.get('refresh_token')!, handle), true)
+    assert.equal(res.body, `<a href="${String(res.headers.location).replaceAll('&', '&amp;')}">See Other</a>.\n\n`)
     const session = await h.app.inject({ method: 'GET', url: '/auth/session', headers: { cookie } })
     assert.equal(session.json().user.email, 'link@example.com')
     // A user Supabase Auth does not answer: the session is kept, without a user.
@@ -569,7 +586,11 @@ describe('cookie sessions in `on` mode', () => {
       headers: { 'content-type': 'application/json' },
       payload: '{"email":"a@example.com","password":"secret123"}',
     })
-    assert.deepEqual(res.json(), { expires_in: 60, user: { id: 'u' } })
+    const { access_token, refresh_token, expires_at, ...rest } = res.json() as Record<string, unknown>
+    assert.deepEqual(rest, { expires_in: 60, token_type: 'bearer', user: { id: 'u' } })
+    assert.equal(typeof expires_at, 'number')
+    assert.notEqual(access_token, 'a')
+    assert.notEqual(refresh_token, 'r')
     assert.match(cookieOf(res), /^__Host-authgate-session=/)
   })
 
