@@ -400,6 +400,85 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.equal(none.statusCode, 401)
   })
 
+  it('a stand-in bearer with its cookie stands for the real token on bearer routes and protected routes', async () => {
+    const res = await signIn()
+    const cookie = cookieOf(res)
+    const { access_token: standIn } = res.json() as { access_token: string }
+    const stored = await h.app.authgate.sessions!.sessions.load(cookie.split(';')[0]!.split('=')[1]!)
+    const bearer = { authorization: `Bearer ${standIn}` }
+    const user = await withCookie(cookie, 'GET', '/auth/user', bearer)
+    assert.equal(user.json().authorization, `Bearer ${stored!.session.accessToken}`)
+    const me = await withCookie(cookie, 'GET', '/me', bearer)
+    assert.equal(me.statusCode, 200, me.body)
+    assert.match(String(me.json().email), /^user\d+@example\.com$/)
+    // Without the cookie, with another session's cookie, from a foreign origin, forged, expired: refused, nothing forwarded.
+    const before = h.backend.requests.length
+    const bare = await h.app.inject({ method: 'GET', url: '/auth/user', headers: { host: HOST, ...bearer } })
+    assert.equal(bare.statusCode, 401)
+    assert.equal(bare.json().error_code, 'session_not_found')
+    const otherCookie = await signedIn()
+    const crossed = await withCookie(otherCookie, 'GET', '/auth/user', bearer)
+    assert.equal(crossed.json().error_code, 'session_not_found')
+    const foreign = await withCookie(cookie, 'GET', '/auth/user', { ...bearer, origin: 'https://evil.example' })
+    assert.equal(foreign.json().error_code, 'cross_site_request')
+    const sibling = await withCookie(cookie, 'GET', '/me', { ...bearer, 'sec-fetch-site': 'same-site' })
+    assert.equal(sibling.statusCode, 403)
+    const [head, payload, mac] = standIn.split('.')
+    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Record<string, unknown>
+    const widened = `${head}.${Buffer.from(JSON.stringify({ ...claims, role: 'service_role' })).toString('base64url')}.${mac}`
+    const forged = await withCookie(cookie, 'GET', '/auth/user', { authorization: `Bearer ${widened}` })
+    assert.equal(forged.json().error_code, 'bad_jwt')
+    const expired = await later(3 * 3600_000, () => withCookie(cookie, 'GET', '/auth/user', bearer))
+    assert.equal(expired.statusCode, 401)
+    // Forwarded meanwhile: the other session's sign-in and, three hours on, authgate's own refresh.
+    const forwarded = h.backend.requests.slice(before).map((r) => r.target)
+    assert.deepEqual(forwarded, ['/token?grant_type=password', '/token?grant_type=refresh_token'])
+  })
+
+  it('the refresh stand-in: authgate refreshes with the real refresh token and answers new stand-ins', async () => {
+    const res = await signIn()
+    const cookie = cookieOf(res)
+    const first = res.json() as { access_token: string; refresh_token: string }
+    const id = cookie.split(';')[0]!.split('=')[1]!
+    const before = await h.app.authgate.sessions!.sessions.load(id)
+    const refresh = (headers: Record<string, string>, token = first.refresh_token) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/auth/token?grant_type=refresh_token',
+        headers: { 'content-type': 'application/json', host: HOST, ...headers },
+        payload: JSON.stringify({ refresh_token: token }),
+      })
+    const answered = await refresh({ cookie: cookie.split(';')[0]!, origin: OWN })
+    assert.equal(answered.statusCode, 200, answered.body)
+    const sent = h.backend.requests.at(-1)!
+    assert.equal(sent.target, '/token?grant_type=refresh_token')
+    assert.equal(JSON.parse(sent.body.toString()).refresh_token, before!.session.refreshToken)
+    const next = answered.json() as { access_token: string; refresh_token: string; expires_at: number; user: unknown }
+    const after = await h.app.authgate.sessions!.sessions.load(id)
+    assert.notEqual(after!.session.refreshToken, before!.session.refreshToken)
+    assert.notEqual(next.access_token, first.access_token)
+    assert.equal(
+      next.refresh_token,
+      first.refresh_token,
+      'the refresh stand-in is the session’s, whatever the real one',
+    )
+    assert.equal(next.expires_at, after!.session.expiresAt)
+    assert.ok(
+      !answered.body.includes(after!.session.accessToken) && !answered.body.includes(after!.session.refreshToken),
+    )
+    assert.equal(answered.headers['set-cookie'], undefined, 'the same cookie')
+    // Without the cookie or from elsewhere: refused, nothing forwarded.
+    const count = h.backend.requests.length
+    const bare = await refresh({})
+    assert.equal(bare.statusCode, 400)
+    assert.equal(bare.json().error_code, 'refresh_token_not_found')
+    const foreign = await refresh({ cookie: cookie.split(';')[0]!, origin: 'https://evil.example' })
+    assert.equal(foreign.json().error_code, 'cross_site_request')
+    const otherSession = await refresh({ cookie: (await signedIn()).split(';')[0]!, origin: OWN })
+    assert.equal(otherSession.json().error_code, 'refresh_token_not_found')
+    assert.equal(h.backend.requests.length - count, 1, 'only the other sign-in')
+  })
+
   it('MFA verify with the cookie: a new session id, the old one ends', async () => {
     const cookie = await signedIn()
     const res = await h.app.inject({
