@@ -8,6 +8,7 @@ export const CookieSessionResponse = Type.Object(
     access_token: Type.String({
       description:
         "A stand-in for the access token: JWT-shaped (the real token's claims and `exp`), signed by authgate, taken only with the session cookie on this origin",
+      examples: ['eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImF1dGhnYXRlLXN0YW5kLWluOmsxIn0.eyJzdWIiOiJ1In0.c2ln'],
     }),
     refresh_token: Type.String({
       description: 'A stand-in for the refresh token (`agr.…`): refreshes the session only with its cookie',
