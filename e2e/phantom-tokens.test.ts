@@ -2,11 +2,13 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
+import { connect } from 'node:net'
 import { createRequire } from 'node:module'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
+import { maskedTextFrame } from '../src/sessions/socket-swap.ts'
 import {
   signApiKey,
   startFunctionsStandIn,
@@ -142,6 +144,45 @@ describe(
       const active = id === undefined ? undefined : await stack.app.authgate.sessions!.sessions.load(id)
       if (active !== undefined) real.add(active.session.accessToken).add(active.session.refreshToken)
       return active
+    }
+    /**
+     * A Realtime socket opened by hand (handshake headers of the test's choosing), one `phx_join`
+     * with `token`, and the status of Realtime's reply: what a script elsewhere holding the stand-in gets.
+     */
+    async function joinWith(headers: Record<string, string>, token: string): Promise<string> {
+      const socket = connect(stack.port, '127.0.0.1')
+      let data = Buffer.alloc(0)
+      socket.on('data', (c: Buffer) => (data = Buffer.concat([data, c])))
+      const until = async (ready: () => boolean) => {
+        const deadline = Date.now() + 10_000
+        while (!ready() && Date.now() < deadline && !socket.destroyed) await new Promise((r) => setTimeout(r, 20))
+      }
+      try {
+        const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`)
+        socket.write(
+          `GET /realtime/v1/websocket?apikey=${PUBLISHABLE}&vsn=2.0.0 HTTP/1.1\r\nHost: localhost:${stack.port}\r\n` +
+            `Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n` +
+            `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n${extra.join('')}\r\n`,
+        )
+        await until(() => data.includes('\r\n\r\n'))
+        const headEnd = data.indexOf('\r\n\r\n') + 4
+        assert.match(data.subarray(0, headEnd).toString(), /^HTTP\/1\.1 101/)
+        data = data.subarray(headEnd)
+        const join = ['9', '9', 'realtime:probe', 'phx_join', { config: {}, access_token: token }]
+        socket.write(maskedTextFrame(JSON.stringify(join)))
+        await until(() => data.length >= 2 && data.length >= 2 + (data[1]! & 0x7f))
+        const length = data[1]! & 0x7f
+        const reply = JSON.parse(data.subarray(2, 2 + length).toString()) as [
+          unknown,
+          unknown,
+          string,
+          string,
+          { status: string },
+        ]
+        return `${reply[3]} ${reply[4].status}`
+      } finally {
+        socket.destroy()
+      }
     }
     const short = (token: unknown) => (typeof token === 'string' ? `${token.slice(0, 24)}…(${token.length})` : token)
     /** What page script can read: storage and cookies (all of it checked; the transcript gets the tokens' shape). */
@@ -364,6 +405,14 @@ describe(
       } finally {
         await site.close()
       }
+      // Realtime's socket: the stand-in in a join is swapped only with the cookie from the own origin.
+      const own = { origin: stack.publicOrigin }
+      outcomes['Realtime join, stand-in, cookie, own Origin'] = await joinWith({ ...own, cookie }, session.access_token)
+      outcomes['Realtime join, stand-in, no cookie'] = await joinWith(own, session.access_token)
+      outcomes['Realtime join, stand-in and cookie, foreign Origin'] = await joinWith(
+        { origin: 'http://evil.localhost:1', cookie },
+        session.access_token,
+      )
       transcript.push({ call: 'the stand-in elsewhere', result: outcomes })
       assert.deepEqual(outcomes['GET /auth/v1/user, stand-in, no cookie'], [401, 'session_not_found'])
       assert.deepEqual(outcomes['GET /rest/v1/todos, stand-in, no cookie'], [401, 'session_not_found'])
@@ -371,6 +420,9 @@ describe(
       assert.deepEqual(outcomes['PostgREST itself'], [401, 'PGRST301'])
       assert.ok((outcomes['Supabase Auth itself'] as number[])[0]! >= 400)
       assert.deepEqual(outcomes['GET /rest/v1/todos, stand-in and cookie, foreign Origin'], [403, 'cross_site_request'])
+      assert.equal(outcomes['Realtime join, stand-in, cookie, own Origin'], 'phx_reply ok')
+      assert.equal(outcomes['Realtime join, stand-in, no cookie'], 'phx_reply error')
+      assert.equal(outcomes['Realtime join, stand-in and cookie, foreign Origin'], 'phx_reply error')
       // No CORS for that site: the browser does not even let it read an answer.
       assert.equal(typeof outcomes['another site in the browser: fetch with the stand-in'], 'string')
     })
