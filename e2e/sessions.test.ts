@@ -169,7 +169,7 @@ describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMis
       body: string
     }>
 
-  it('signs in with a password: an HttpOnly __Host- cookie, no token in the page', async () => {
+  it('signs in with a password: an HttpOnly __Host- cookie, stand-ins in the page', async () => {
     await page.goto(`${origin}/app`)
     const result = (await page.evaluate(([e, p]) => (globalThis as any).signIn(e, p), [email, PASSWORD])) as {
       status: number
@@ -179,7 +179,10 @@ describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMis
     const body = JSON.parse(result.body) as Record<string, unknown>
     assert.equal((body.user as { email: string }).email, email)
     assert.equal(typeof body.expires_at, 'number')
-    for (const field of ['access_token', 'refresh_token']) assert.equal(field in body, false, field)
+    // The tokens are stand-ins (docs/sessions.md): worthless without the cookie.
+    const standIns = gateway.app.authgate.sessions!.sessions.standIns
+    assert.ok(standIns.isAccess(String(body.access_token)))
+    assert.ok(standIns.isRefresh(String(body.refresh_token)))
 
     assert.equal(await page.evaluate(() => document.cookie), '')
     assert.equal(await page.evaluate(() => localStorage.length + sessionStorage.length), 0)
@@ -346,10 +349,13 @@ describe('cookie sessions in Chromium against Supabase Auth', { skip: browserMis
     assert.equal(refresh.status, 400, await refresh.text())
   })
 
-  it('no JSON answer the page saw carried a token', () => {
+  it('no JSON answer the page saw carried a real token', () => {
     assert.ok(seen.length >= 5)
-    // As fields: an OAuth client's registration names the `refresh_token` grant type.
-    for (const text of seen) assert.doesNotMatch(text, /"(access|refresh)_token"\s*:/)
+    // As fields, only stand-ins: an OAuth client's registration names the `refresh_token` grant type.
+    const standIns = gateway.app.authgate.sessions!.sessions.standIns
+    for (const text of seen)
+      for (const [, field, value] of text.matchAll(/"(access|refresh)_token"\s*:\s*"([^"]*)"/g))
+        assert.ok(field === 'access' ? standIns.isAccess(value!) : standIns.isRefresh(value!), `${field}: ${value}`)
   })
 })
 
@@ -412,7 +418,7 @@ describe('cookie sessions in Redis: two replicas and a restart', { skip: backend
     })
     assert.equal(up.status, 200)
     const body = (await up.json()) as Record<string, unknown>
-    assert.equal('access_token' in body, false)
+    assert.ok(a.app.authgate.sessions!.sessions.standIns.isAccess(String(body.access_token)))
     cookie = up.headers.get('set-cookie')!.split(';')[0]!
     assert.match(cookie, /^__Host-authgate-session=[A-Za-z0-9_-]{43}$/)
     const res = await me(b)
@@ -466,7 +472,10 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
   async function cookieAnswer(res: Response): Promise<{ cookie: string; body: Record<string, unknown> }> {
     const text = await res.text()
     assert.equal(res.status, 200, text)
-    assert.doesNotMatch(text, /access_token|refresh_token/)
+    const standIns = stack.app.authgate.sessions!.sessions.standIns
+    const parsed = JSON.parse(text) as { access_token?: string; refresh_token?: string }
+    assert.ok(standIns.isAccess(String(parsed.access_token)), 'the access token is a stand-in')
+    assert.ok(standIns.isRefresh(String(parsed.refresh_token)), 'the refresh token is a stand-in')
     const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!
     assert.match(cookie, /^__Host-authgate-session=[A-Za-z0-9_-]{43}$/)
     return { cookie, body: JSON.parse(text) as Record<string, unknown> }
@@ -537,7 +546,7 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
     assert.equal((await session(cookie)).body.user?.email, email)
   })
 
-  it('an e-mail link followed in the browser (GET /verify): the cookie, and a fragment without tokens', async () => {
+  it('an e-mail link followed in the browser (GET /verify): the cookie, and a fragment with stand-ins', async () => {
     const email = `magic-${Date.now()}@example.com`
     await cookieAnswer(
       await fetch(`${stack.url}/auth/signup`, {
@@ -557,10 +566,12 @@ describe('every session-carrying route of Supabase Auth answers the cookie', { s
     assert.equal(res.status, 303)
     const location = res.headers.get('location') ?? ''
     assert.match(location, /^http:\/\/localhost:3000\/welcome#/)
-    assert.doesNotMatch(location, /access_token|refresh_token/)
+    const fragment = new URLSearchParams(new URL(location).hash.slice(1))
+    assert.ok(stack.app.authgate.sessions!.sessions.standIns.isAccess(fragment.get('access_token') ?? ''))
+    assert.match(fragment.get('refresh_token') ?? '', /^agr\./)
     assert.match(location, /type=magiclink/)
     const body = await res.text()
-    assert.doesNotMatch(body, /access_token|refresh_token/)
+    assert.doesNotMatch(body.replace(location.replaceAll('&', '&amp;'), ''), /access_token|refresh_token/)
     const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!
     assert.equal((await session(cookie)).body.user?.email, email)
   })

@@ -37,6 +37,8 @@ export const ERRORS = {
     status: 403,
     message: 'This route does not take the session cookie here: it would lead to tokens the page could read',
   },
+  // A refresh stand-in (docs/sessions.md) without its session: Supabase Auth's words for an unknown refresh token.
+  refresh_token_not_found: { status: 400, message: 'Invalid Refresh Token: Refresh Token Not Found' },
   // The Supabase services beside Auth (src/services/): the key rules of Supabase's own gateway.
   no_api_key: { status: 401, message: 'No API key found in request' },
   invalid_api_key: { status: 401, message: 'Invalid API key' },

@@ -2,9 +2,18 @@ import { Type, type TSchema } from 'typebox'
 import { ErrorSchema } from '../errors.ts'
 import { UserObject, WeakPassword } from './types/user.ts'
 
-/** A session answer in cookie mode: the session answer without its tokens. */
+/** A session answer in cookie mode: the session answer with stand-ins for its tokens. */
 export const CookieSessionResponse = Type.Object(
   {
+    access_token: Type.String({
+      description:
+        "A stand-in for the access token: JWT-shaped (the real token's claims and `exp`), signed by authgate, taken only with the session cookie on this origin",
+      examples: ['eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImF1dGhnYXRlLXN0YW5kLWluOmsxIn0.eyJzdWIiOiJ1In0.c2ln'],
+    }),
+    refresh_token: Type.String({
+      description: 'A stand-in for the refresh token (`agr.…`): refreshes the session only with its cookie',
+      examples: ['agr.k1.Zm9v'],
+    }),
     token_type: Type.String({ description: 'Always `bearer`', examples: ['bearer'] }),
     expires_in: Type.Integer({ description: 'Lifetime of the access token in seconds', examples: [3600] }),
     expires_at: Type.Integer({ description: 'Expiry of the access token, Unix seconds', examples: [1795000000] }),
@@ -19,7 +28,7 @@ export const CookieSessionResponse = Type.Object(
   {
     title: 'CookieSessionResponse',
     description:
-      'A session answer in cookie session mode: authgate keeps the access and refresh tokens (and any provider tokens) and sets the HttpOnly session cookie instead.',
+      'A session answer in cookie session mode: authgate keeps the access and refresh tokens (and any provider tokens), sets the HttpOnly session cookie, and answers stand-ins that work only with that cookie on this origin.',
   },
 )
 
@@ -38,11 +47,11 @@ export const SessionStatusResponse = Type.Object(
 
 /** The sentence session routes get in their description when cookie sessions are on. */
 export const COOKIE_MODE_NOTE =
-  '**Cookie sessions** (turned on here; see docs/sessions.md): when the request is in cookie mode (always, or with `X-Authgate-Session: cookie`), a session answer is stored by authgate and answered with the HttpOnly session cookie; the JSON keeps the user and expiry and drops `access_token`, `refresh_token`, `provider_token` and `provider_refresh_token`.'
+  '**Cookie sessions** (turned on here; see docs/sessions.md): when the request is in cookie mode (always, or with `X-Authgate-Session: cookie`), a session answer is stored by authgate and answered with the HttpOnly session cookie; the JSON keeps the user and expiry, carries stand-ins for `access_token` and `refresh_token` (worthless without the cookie, so supabase-js works unchanged) and drops `provider_token` and `provider_refresh_token`. A `refresh_token` grant with the refresh stand-in is answered by authgate, which refreshes the tokens it holds.'
 
 /** The same for a route that redirects with the session in the fragment (`GET /verify`). */
 export const COOKIE_MODE_REDIRECT_NOTE =
-  '**Cookie sessions** (turned on here; see docs/sessions.md): in `on` mode a redirect carrying a session in its fragment is stored by authgate and answered with the HttpOnly session cookie; the `Location` fragment (and the body) keep everything but `access_token`, `refresh_token`, `provider_token` and `provider_refresh_token`.'
+  '**Cookie sessions** (turned on here; see docs/sessions.md): in `on` mode a redirect carrying a session in its fragment is stored by authgate and answered with the HttpOnly session cookie; the `Location` fragment carries stand-ins for `access_token` and `refresh_token` and drops `provider_token` and `provider_refresh_token`.'
 
 /** The success schema of a session route in cookie mode: its own, or the tokenless answer. */
 export const withCookieAnswer = (schema: TSchema | undefined): TSchema =>

@@ -77,9 +77,11 @@ export function createProtection(
       }
     }
     let header = request.headers.authorization
-    if ((header === undefined || header === '') && request.server.authgateSessions !== undefined) {
-      // Cookie sessions: the cookie stands for the bearer; the application sees the header too.
-      const cookie = await request.server.authgateSessions.authenticate(request, reply)
+    const gate = request.server.authgateSessions
+    if (gate !== undefined && (header === undefined || header === '' || gate.standInOf(header) !== undefined)) {
+      // Cookie sessions: the cookie (and a stand-in shown with it) stands for the bearer; the
+      // application sees the real header.
+      const cookie = await gate.authenticate(request, reply)
       if (cookie !== undefined && 'answered' in cookie) return cookie.answered
       if (cookie !== undefined) {
         header = `Bearer ${cookie.session.session.accessToken}`

@@ -61,6 +61,7 @@ async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptio
     clientIpHeader: gateway.clientIpHeader.toLowerCase(),
     ownCors: gateway.corsOrigins.length > 0,
     sessionCookie: app.authgate.sessions?.sessions.config.cookieName,
+    sessions: app.authgate.sessions,
     observer: () => app.authgate.forwarder.observer,
   })
   app.decorate('authgateServices', { config, proxy })

@@ -12,6 +12,7 @@ import { sendServiceError } from './errors.ts'
 import { KeyBook } from './keys.ts'
 import { StreamRelay } from './relay.ts'
 import { planServiceRequest } from './request.ts'
+import type { SessionGate } from '../sessions/gate.ts'
 
 export interface ServiceProxyOptions {
   config: ServicesConfig
@@ -23,6 +24,8 @@ export interface ServiceProxyOptions {
   ownCors: boolean
   /** authgate's session cookie, never sent to a service. */
   sessionCookie: string | undefined
+  /** Cookie sessions: a stand-in bearer is swapped for the session's real token (src/sessions/gate.ts). */
+  sessions?: SessionGate | undefined
   /** The metrics' observer, read at each exchange (the service sets it after registration). */
   observer: () => ExchangeObserver | undefined
 }
@@ -42,6 +45,11 @@ export class ServiceProxy {
   constructor(options: ServiceProxyOptions) {
     this.#o = options
     this.keys = new KeyBook(options.config.keys)
+  }
+
+  /** Cookie sessions, when on: Realtime's socket swaps stand-ins in its messages too. */
+  get sessions(): SessionGate | undefined {
+    return this.#o.sessions
   }
 
   /** The key a request without one is sent with (hosted Supabase's publishable key). */
@@ -93,16 +101,28 @@ export class ServiceProxy {
     const pool = this.pool(upstream.origin)
     const own = this.ownNames()
     const refused = upstream.row.refused?.map((p) => upstream.row.prefix + p)
-    return (request, reply) => {
+    return async (request, reply) => {
       const url = request.raw.url ?? '/'
       if (refused?.some((p) => url === p || url.startsWith(`${p}/`) || url.startsWith(`${p}?`))) {
         sendServiceError(reply, 'not_found')
-        return Promise.resolve()
+        return
       }
-      const plan = planServiceRequest(upstream, this.keys, this.#o.config.defaultKey, url, request.headers)
+      // A cookie session's stand-in bearer goes on as the session's real access token.
+      const swap = await this.#o.sessions?.forService(request, reply)
+      if (swap !== undefined && 'refusal' in swap) {
+        sendServiceError(reply, swap.refusal.code, swap.refusal.message)
+        return
+      }
+      const authorization = swap === undefined ? undefined : `Bearer ${swap.accessToken}`
+      const seen = authorization === undefined ? request.headers : { ...request.headers, authorization }
+      const plan = planServiceRequest(upstream, this.keys, this.#o.config.defaultKey, url, seen)
       if (!plan.ok) {
         sendServiceError(reply, plan.code, 'message' in plan ? plan.message : undefined)
-        return Promise.resolve()
+        return
+      }
+      if (authorization !== undefined) {
+        plan.replaced.push('authorization')
+        plan.set.push('authorization', authorization)
       }
       const raw = request.raw
       const length = raw.headers['content-length']

@@ -11,6 +11,7 @@ import { outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServiceUpstream } from './config.ts'
 import type { ServiceProxy } from './proxy.ts'
 import { planServiceRequest } from './request.ts'
+import { phoenixSwap } from '../sessions/socket-swap.ts'
 
 // By process.getBuiltinModule, not an import: an ESM import of node:http reads its lazy WebSocket
 // getters, which load Node.js's bundled undici (src/observability/metrics.ts says the same).
@@ -64,11 +65,17 @@ export function relayWebSockets(app: FastifyInstance, proxy: ServiceProxy, upstr
 
     const target = new URL(upstream.origin)
     const ip = unmapIPv4(req.socket.remoteAddress ?? '')
+    const proto = 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http'
+    // Cookie sessions: stand-ins in the client's join and token messages become the real token; the
+    // frames must then be readable, so no compression is offered to Realtime.
+    const sessions = proxy.sessions
+    const swap = sessions && phoenixSwap(sessions, req, { clientIp: ip, requestId: id, proto, log })
     const headers = outboundRequestHeaders(req.rawHeaders, req.headers, {
       identity: proxy.identityOf(ip, id),
       host: req.headers.host,
-      proto: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
-      replaced: [...proxy.ownNames(), ...plan.replaced],
+      proto,
+      ownCookies: sessions === undefined ? undefined : [sessions.sessions.config.cookieName],
+      replaced: [...proxy.ownNames(), ...plan.replaced, ...(swap ? ['sec-websocket-extensions'] : [])],
       set: [
         // The handshake's own hop-by-hop pair, which the hygiene list drops from every other request.
         'connection',
@@ -127,14 +134,18 @@ export function relayWebSockets(app: FastifyInstance, proxy: ServiceProxy, upstr
       }
       socket.write(`${lines.join('\r\n')}\r\n\r\n`)
       if (upHead.length > 0) socket.write(upHead)
-      if (head.length > 0) upSocket.write(head)
+      const toUpstream = swap ?? upSocket
+      if (head.length > 0) toUpstream.write(head)
       open.add(socket)
       let received = 0
       let sent = 0
       upSocket.on('data', (c: Buffer) => (received += c.length))
       socket.on('data', (c: Buffer) => (sent += c.length))
       upSocket.pipe(socket)
-      socket.pipe(upSocket)
+      if (swap) {
+        socket.pipe(swap).pipe(upSocket)
+        swap.on('error', () => upSocket.destroy())
+      } else socket.pipe(upSocket)
       // Idle, not total: a socket with traffic (the heartbeat at least) lives as long as it is used.
       upSocket.setTimeout(upstream.timeoutMs, () => upSocket.destroy())
       ;(socket as Socket).setTimeout(upstream.timeoutMs, () => socket.destroy())

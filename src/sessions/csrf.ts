@@ -54,3 +54,16 @@ export function isSameOriginNavigation(request: FastifyRequest): boolean {
     h['sec-fetch-mode'] === 'navigate' && h['sec-fetch-site'] === 'same-origin' && h['sec-fetch-dest'] === 'document'
   )
 }
+
+/**
+ * The cross-site check of a safe-method request carrying a stand-in token (docs/sessions.md): a
+ * page on another origin that holds a stolen stand-in sends it with `fetch`, which always carries
+ * `Origin` across origins, so an `Origin` present must be allowed as for unsafe methods; without
+ * one (a same-origin GET), `Sec-Fetch-Site`, when sent, must say `same-origin`.
+ */
+export function standInGetReason(request: FastifyRequest, allowed: readonly string[]): string | undefined {
+  if (request.headers.origin !== undefined) return crossSiteReason(request, allowed)
+  const site = request.headers['sec-fetch-site']
+  if (site === undefined || site === 'same-origin') return undefined
+  return `a ${String(site)} request may not use a stand-in token`
+}

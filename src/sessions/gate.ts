@@ -1,14 +1,20 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { HeldAnswer } from '../core/held-answer.ts'
 import { traceEvent } from '../core/trace-event.ts'
-import { AuthgateError, sendError } from '../errors.ts'
+import { AuthgateError, sendError, type ErrorCode } from '../errors.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import type { AnswerRewrite } from '../proxy/relay.ts'
 import { splitSessionAnswer, splitSessionRedirect } from './answer.ts'
 import { SESSION_MODE_HEADER } from './config.ts'
 import { sessionIdFrom } from './cookie.ts'
 import { sessionHandle } from './crypto.ts'
-import { crossSiteGetReason, crossSiteReason, isSameOriginNavigation, isUnsafeMethod } from './csrf.ts'
+import {
+  crossSiteGetReason,
+  crossSiteReason,
+  isSameOriginNavigation,
+  isUnsafeMethod,
+  standInGetReason,
+} from './csrf.ts'
 import { errorCodeOf, type ActiveSession, type CookieSessions, type RequestContext } from './manager.ts'
 
 /** What a request gets from its cookie: the session, or an answer already sent (refused). */
@@ -37,6 +43,8 @@ export interface SessionRouteTraits {
   session?: 'issue' | 'signOut' | undefined
   /** What the route needs besides the cookie to take it (a cross-site check, consent, PKCE). */
   cookieGuard?: 'sideEffect' | 'consent' | 'pkce' | undefined
+  /** The route's path under the prefix (`/token` takes the page's refresh stand-in). */
+  path?: string
 }
 
 /** What the forwarder adds for a mounted route: the bearer of the cookie's session, an answer rewrite. */
@@ -59,6 +67,21 @@ const firstQueryValue = (request: FastifyRequest, name: string): string | null =
 const hasBearer = (request: FastifyRequest) => {
   const h = request.headers.authorization
   return h !== undefined && h !== ''
+}
+
+/** The token of `Authorization: Bearer <token>` (undefined for anything else). */
+export const bearerOf = (header: string | string[] | undefined): string | undefined => {
+  const value = Array.isArray(header) ? header[0] : header
+  const m = value === undefined ? null : /^bearer\s+(\S+)\s*$/i.exec(value)
+  return m === null ? undefined : m[1]
+}
+
+/** Why a stand-in was not taken: our error code and a message saying why. */
+export interface StandInRefusal {
+  code: ErrorCode
+  message: string
+  /** The cookie names an ended session: it is cleared with the answer. */
+  clearCookie?: boolean
 }
 
 /**
@@ -92,14 +115,25 @@ export class SessionGate {
     reply: FastifyReply,
     use: CookieUse = { revalidate: true },
   ): Promise<CookieAuth> {
-    if (hasBearer(request)) return undefined
+    // A stand-in bearer is the cookie's session shown by supabase-js: taken as the cookie is, and
+    // only with it. Any other bearer is the request's own: the cookie is not looked at.
+    const standIn = this.standInOf(request.headers.authorization)
+    if (standIn === undefined && hasBearer(request)) return undefined
     const config = this.sessions.config
     const id = sessionIdFrom(request.headers.cookie, config.cookieName)
-    if (id === undefined) return undefined
-    if (isUnsafeMethod(request.method) || use.guard !== undefined) {
+    if (id === undefined) {
+      if (standIn === undefined) return undefined
+      return this.#refuseStandIn(request, reply, {
+        code: 'session_not_found',
+        message: 'The stand-in token was sent without the session cookie it stands for',
+      })
+    }
+    if (isUnsafeMethod(request.method) || use.guard !== undefined || standIn !== undefined) {
       const reason = isUnsafeMethod(request.method)
         ? crossSiteReason(request, config.allowedOrigins)
-        : crossSiteGetReason(request, config.allowedOrigins)
+        : use.guard !== undefined
+          ? crossSiteGetReason(request, config.allowedOrigins)
+          : standInGetReason(request, config.allowedOrigins)
       if (reason !== undefined) {
         request.log.warn({ origin: request.headers.origin, reason }, 'cookie session: cross-site request refused')
         traceEvent(request, 'session.cross_site_refused', { reason })
@@ -129,7 +163,16 @@ export class SessionGate {
     if (session === undefined) {
       traceEvent(request, 'session.ended', {})
       reply.header('set-cookie', this.sessions.clearedCookie())
+      if (standIn !== undefined)
+        return this.#refuseStandIn(request, reply, {
+          code: 'session_not_found',
+          message: 'The session this stand-in token stands for has ended',
+        })
       return undefined
+    }
+    if (standIn !== undefined) {
+      const refusal = this.#standInFault(standIn, session)
+      if (refusal !== undefined) return this.#refuseStandIn(request, reply, refusal)
     }
     traceEvent(request, 'session.used', {})
     if (use.guard === 'consent' && !isSameOriginNavigation(request)) {
@@ -144,6 +187,102 @@ export class SessionGate {
     return { session }
   }
 
+  /** The access stand-in an `Authorization` header carries, if it carries one. */
+  standInOf(header: string | string[] | undefined): string | undefined {
+    const token = bearerOf(header)
+    return token !== undefined && this.sessions.standIns.isAccess(token) ? token : undefined
+  }
+
+  /** Why a stand-in does not stand for the cookie's session (undefined: it does). */
+  #standInFault(token: string, active: ActiveSession): StandInRefusal | undefined {
+    const fault = this.sessions.standIns.checkAccess(token, active.handle, Math.floor(this.sessions.now() / 1000))
+    if (fault === undefined) return undefined
+    if (fault === 'expired') return { code: 'bad_jwt', message: 'The stand-in token has expired: refresh the session' }
+    if (fault === 'forged') return { code: 'bad_jwt', message: 'The stand-in token was not issued by authgate' }
+    return { code: 'session_not_found', message: 'The stand-in token stands for another session than the cookie' }
+  }
+
+  #refuseStandIn(request: FastifyRequest, reply: FastifyReply, refusal: StandInRefusal): { answered: FastifyReply } {
+    request.log.info({ code: refusal.code, reason: refusal.message }, 'cookie session: stand-in token refused')
+    traceEvent(request, 'session.stand_in_refused', { code: refusal.code })
+    return { answered: sendError(request, reply, refusal.code, refusal.message) }
+  }
+
+  /**
+   * For a request to a service beside Auth (src/services/): the real access token for the stand-in
+   * its `Authorization` carries, the refusal when the stand-in does not stand for the request's
+   * cookie session, or undefined when it carries none (the request goes on as it came). The
+   * session is refreshed when due and confirmed past AUTHGATE_SESSION_REVALIDATE: the services
+   * verify tokens locally and never ask Supabase Auth.
+   */
+  async forService(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<{ accessToken: string } | { refusal: StandInRefusal } | undefined> {
+    const verdict = await this.#forService(request)
+    if (verdict !== undefined && 'refusal' in verdict) {
+      request.log.info(
+        { code: verdict.refusal.code, reason: verdict.refusal.message },
+        'cookie session: stand-in token refused',
+      )
+      if (verdict.refusal.clearCookie === true) reply.header('set-cookie', this.sessions.clearedCookie())
+    }
+    return verdict
+  }
+
+  async #forService(
+    request: FastifyRequest,
+  ): Promise<{ accessToken: string } | { refusal: StandInRefusal } | undefined> {
+    const standIn = this.standInOf(request.headers.authorization)
+    if (standIn === undefined) return undefined
+    const config = this.sessions.config
+    const id = sessionIdFrom(request.headers.cookie, config.cookieName)
+    if (id === undefined)
+      return {
+        refusal: {
+          code: 'session_not_found',
+          message: 'The stand-in token was sent without the session cookie it stands for',
+        },
+      }
+    const reason = isUnsafeMethod(request.method)
+      ? crossSiteReason(request, config.allowedOrigins)
+      : standInGetReason(request, config.allowedOrigins)
+    if (reason !== undefined) return { refusal: { code: 'cross_site_request', message: `Forbidden: ${reason}` } }
+    let active: ActiveSession | undefined
+    try {
+      active = await this.sessions.use(id, this.#context(request), { revalidate: true })
+    } catch (err) {
+      if (err instanceof AuthgateError) return { refusal: { code: err.code, message: err.message } }
+      throw err
+    }
+    if (active === undefined)
+      return {
+        refusal: {
+          code: 'session_not_found',
+          message: 'The session this stand-in token stands for has ended',
+          clearCookie: true,
+        },
+      }
+    const refusal = this.#standInFault(standIn, active)
+    return refusal === undefined ? { accessToken: active.session.accessToken } : { refusal }
+  }
+
+  /** A session answer in Supabase Auth's shape with stand-ins for the tokens (`page`: its other fields). */
+  standInAnswer(active: Pick<ActiveSession, 'handle' | 'session'>, page: Record<string, unknown> = {}) {
+    const { session } = active
+    const standIns = this.sessions.standIns
+    const now = Math.floor(this.sessions.now() / 1000)
+    return {
+      ...page,
+      access_token: standIns.access(active.handle, session.accessToken, session.expiresAt),
+      token_type: 'bearer',
+      expires_in: Math.max(0, session.expiresAt - now),
+      expires_at: session.expiresAt,
+      refresh_token: standIns.refresh(active.handle),
+      user: session.user,
+    }
+  }
+
   #refuse(request: FastifyRequest, reply: FastifyReply, reason: string): { answered: FastifyReply } {
     request.log.warn({ reason }, 'cookie session: a request that would trade the cookie for tokens refused')
     return { answered: sendError(request, reply, 'session_cookie_refused', `Forbidden: ${reason}`) }
@@ -155,6 +294,8 @@ export class SessionGate {
     reply: FastifyReply,
     route: SessionRouteTraits,
   ): Promise<ForwardAdditions | { answered: FastifyReply }> {
+    const refreshStandIn = route.path === '/token' ? this.#refreshStandInOf(request) : undefined
+    if (refreshStandIn !== undefined) return { answered: await this.#refresh(request, reply, refreshStandIn) }
     let session: ActiveSession | undefined
     if (route.bearer) {
       const auth = await this.authenticate(request, reply, { guard: route.cookieGuard, revalidate: false })
@@ -187,6 +328,53 @@ export class SessionGate {
       }
     }
     return out
+  }
+
+  /** The refresh stand-in of a `POST /token?grant_type=refresh_token`, if it carries one. */
+  #refreshStandInOf(request: FastifyRequest): string | undefined {
+    if (firstQueryValue(request, 'grant_type') !== 'refresh_token') return undefined
+    const token = (request.body as { refresh_token?: unknown } | undefined)?.refresh_token
+    return typeof token === 'string' && this.sessions.standIns.isRefresh(token) ? token : undefined
+  }
+
+  /**
+   * The page's refresh with its refresh stand-in: never forwarded (Supabase Auth would not know it);
+   * authgate refreshes the real tokens it holds and answers new stand-ins, in the refresh grant's
+   * shape. Only with the cookie of the session the stand-in was made for, from an allowed origin.
+   */
+  async #refresh(request: FastifyRequest, reply: FastifyReply, token: string): Promise<FastifyReply> {
+    const config = this.sessions.config
+    const id = sessionIdFrom(request.headers.cookie, config.cookieName)
+    const refuse = (message: string) => {
+      request.log.info({ reason: message }, 'cookie session: refresh stand-in refused')
+      // Supabase Auth's answer to a refresh token it does not know: supabase-js ends its session.
+      return sendError(request, reply, 'refresh_token_not_found', message)
+    }
+    if (id === undefined) return refuse('The refresh stand-in was sent without the session cookie it stands for')
+    const reason = crossSiteReason(request, config.allowedOrigins)
+    if (reason !== undefined) {
+      request.log.warn({ origin: request.headers.origin, reason }, 'cookie session: cross-site request refused')
+      return sendError(request, reply, 'cross_site_request', `Forbidden: ${reason}`)
+    }
+    if (!this.sessions.standIns.checkRefresh(token, sessionHandle(id)))
+      return refuse('The refresh stand-in stands for another session than the cookie')
+    let active: ActiveSession | undefined
+    try {
+      active = await this.sessions.renew(id, this.#context(request))
+    } catch (err) {
+      if (err instanceof AuthgateError) return sendError(request, reply, err)
+      throw err
+    }
+    reply.header('cache-control', 'no-store')
+    if (active === undefined) {
+      reply.header('set-cookie', this.sessions.clearedCookie())
+      return refuse('The session this refresh stand-in stands for has ended')
+    }
+    traceEvent(request, 'session.refreshed', {})
+    return reply
+      .code(200)
+      .header('content-type', 'application/json')
+      .send(Buffer.from(JSON.stringify(this.standInAnswer(active))))
   }
 
   /** A bearer answer that says the session or its user no longer exists: the session ends here too. */
@@ -230,7 +418,7 @@ export class SessionGate {
     if (previous !== undefined) await this.sessions.end(previous)
     reply.header('set-cookie', this.sessions.cookie(created))
     reply.header('cache-control', 'no-store')
-    return { ...answer, body: Buffer.from(JSON.stringify(split.page)) }
+    return { ...answer, body: Buffer.from(JSON.stringify(this.standInAnswer(created, split.page))) }
   }
 
   /** An e-mail link's redirect with the session in the fragment: stored, the fragment without the tokens. */
@@ -254,10 +442,17 @@ export class SessionGate {
     reply.header('cache-control', 'no-store')
     const headers = answer.headers.slice()
     const old = headers[at + 1]!
-    headers[at + 1] = split.location
+    // supabase-js reads the session from the fragment (`detectSessionInUrl`): stand-ins in place of the tokens.
+    const standIns = this.standInAnswer(created)
+    const hash = split.location.indexOf('#')
+    const fragment = new URLSearchParams(hash === -1 ? '' : split.location.slice(hash + 1))
+    fragment.set('access_token', standIns.access_token)
+    fragment.set('refresh_token', standIns.refresh_token)
+    const location = `${hash === -1 ? split.location : split.location.slice(0, hash)}#${fragment.toString()}`
+    headers[at + 1] = location
     // The body is Supabase Auth's "See Other" link to the same location: it loses the tokens too.
-    let body = answer.body.toString('utf8').replace(escapeHtml(old), escapeHtml(split.location))
-    if (body.includes('access_token')) body = ''
+    let body = answer.body.toString('utf8').replace(escapeHtml(old), escapeHtml(location))
+    if (/access_token|refresh_token/.test(body.replace(escapeHtml(location), ''))) body = ''
     return { ...answer, headers, body: Buffer.from(body) }
   }
 

@@ -7,6 +7,7 @@ import { splitSessionAnswer, type SessionTokens } from './answer.ts'
 import type { SessionConfig } from './config.ts'
 import { clearedCookie, sessionCookie } from './cookie.ts'
 import { newSessionId, SessionCipher, sessionHandle } from './crypto.ts'
+import { StandIns } from './stand-ins.ts'
 import type { SessionStore } from './store.ts'
 
 /** What is kept of one session, encrypted in the store. */
@@ -72,6 +73,8 @@ export interface UseOptions {
 export class CookieSessions {
   readonly config: SessionConfig
   readonly store: SessionStore
+  /** The stand-ins session answers carry in place of the tokens (src/sessions/stand-ins.ts). */
+  readonly standIns: StandIns
   readonly #cipher: SessionCipher
   readonly #backend: SupabaseAuthClient
   readonly #log: FastifyBaseLogger
@@ -90,6 +93,7 @@ export class CookieSessions {
     this.config = options.config
     this.store = options.store
     this.#cipher = new SessionCipher(options.config.keys)
+    this.standIns = new StandIns(options.config.keys)
     this.#backend = options.backend
     this.#log = options.log
     this.#now = options.now ?? (() => Date.now())
@@ -175,6 +179,21 @@ export class CookieSessions {
       await this.#guard(() => this.store.touch(active.handle, this.#ttl(active.session)))
     }
     return active
+  }
+
+  /**
+   * The page's refresh (its refresh stand-in): the session's tokens refreshed at Supabase Auth now,
+   * whether due or not, as a refresh-token grant would — once however many ask at the same moment,
+   * under the lock, and not again when another request refreshed them meanwhile. Undefined when the
+   * session is unknown or Supabase Auth ended it.
+   */
+  async renew(id: string, context: RequestContext): Promise<ActiveSession | undefined> {
+    const active = await this.load(id)
+    if (active === undefined) return undefined
+    const changed = (s: StoredSession) => s.refreshToken !== active.session.refreshToken
+    return this.#once(this.#inflight, active, () =>
+      this.#underLock(active, changed, (current) => this.#exchange(current, context)),
+    )
   }
 
   /** The user of an access token (`GET /user`), or null when Supabase Auth does not answer it. */

@@ -7,6 +7,7 @@ import {
   isSameOriginNavigation,
   isUnsafeMethod,
   ownOrigin,
+  standInGetReason,
 } from '../../src/sessions/csrf.ts'
 
 describe('the cross-site check of cookie-authenticated requests', () => {
@@ -16,6 +17,9 @@ describe('the cross-site check of cookie-authenticated requests', () => {
     app.post('/x', async (request) => ({
       reason: crossSiteReason(request, ['https://app.example.com']) ?? null,
       own: ownOrigin(request),
+    }))
+    app.get('/stand-in', async (request) => ({
+      reason: standInGetReason(request, ['https://app.example.com']) ?? null,
     }))
     app.get('/get', async (request) => ({
       reason: crossSiteGetReason(request, ['https://app.example.com']) ?? null,
@@ -89,5 +93,21 @@ describe('the cross-site check of cookie-authenticated requests', () => {
     assert.equal((await get({ ...nav, 'sec-fetch-site': 'same-site' })).navigation, false)
     assert.equal((await get({ ...nav, 'sec-fetch-mode': 'cors' })).navigation, false)
     assert.equal((await get({})).navigation, false)
+  })
+
+  it('a GET with a stand-in: an Origin must be allowed; without one, Sec-Fetch-Site must be same-origin when sent', async () => {
+    const standIn = async (headers: Record<string, string>) =>
+      (
+        (
+          await app.inject({ method: 'GET', url: '/stand-in', headers: { host: 'api.example.com', ...headers } })
+        ).json() as { reason: string | null }
+      ).reason
+    assert.equal(await standIn({}), null)
+    assert.equal(await standIn({ 'sec-fetch-site': 'same-origin' }), null)
+    assert.equal(await standIn({ origin: 'http://api.example.com' }), null)
+    assert.equal(await standIn({ origin: 'https://app.example.com', 'sec-fetch-site': 'same-site' }), null)
+    assert.match(String(await standIn({ origin: 'https://evil.example' })), /not allowed/)
+    assert.match(String(await standIn({ 'sec-fetch-site': 'same-site' })), /same-site request may not use a stand-in/)
+    assert.match(String(await standIn({ 'sec-fetch-site': 'cross-site' })), /cross-site/)
   })
 })

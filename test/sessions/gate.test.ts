@@ -136,11 +136,23 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.equal(res.headers['set-cookie'], undefined)
   })
 
-  it('with the header: the cookie, and the answer without tokens', async () => {
+  it('with the header: the cookie, and the answer with stand-ins for the tokens', async () => {
     const res = await signIn()
     assert.equal(res.statusCode, 200)
     const body = res.json() as Record<string, unknown>
-    assert.deepEqual(Object.keys(body).sort(), ['expires_at', 'expires_in', 'token_type', 'user'])
+    assert.deepEqual(Object.keys(body).sort(), [
+      'access_token',
+      'expires_at',
+      'expires_in',
+      'refresh_token',
+      'token_type',
+      'user',
+    ])
+    const stored = await h.app.authgate.sessions!.sessions.load(cookieOf(res).split(';')[0]!.split('=')[1]!)
+    assert.notEqual(body.access_token, stored!.session.accessToken)
+    assert.notEqual(body.refresh_token, stored!.session.refreshToken)
+    assert.ok(h.app.authgate.sessions!.sessions.standIns.isAccess(String(body.access_token)))
+    assert.match(String(body.refresh_token), /^agr\./)
     assert.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)))
     assert.equal(res.headers['cache-control'], 'no-store')
     assert.match(
@@ -388,6 +400,85 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.equal(none.statusCode, 401)
   })
 
+  it('a stand-in bearer with its cookie stands for the real token on bearer routes and protected routes', async () => {
+    const res = await signIn()
+    const cookie = cookieOf(res)
+    const { access_token: standIn } = res.json() as { access_token: string }
+    const stored = await h.app.authgate.sessions!.sessions.load(cookie.split(';')[0]!.split('=')[1]!)
+    const bearer = { authorization: `Bearer ${standIn}` }
+    const user = await withCookie(cookie, 'GET', '/auth/user', bearer)
+    assert.equal(user.json().authorization, `Bearer ${stored!.session.accessToken}`)
+    const me = await withCookie(cookie, 'GET', '/me', bearer)
+    assert.equal(me.statusCode, 200, me.body)
+    assert.match(String(me.json().email), /^user\d+@example\.com$/)
+    // Without the cookie, with another session's cookie, from a foreign origin, forged, expired: refused, nothing forwarded.
+    const before = h.backend.requests.length
+    const bare = await h.app.inject({ method: 'GET', url: '/auth/user', headers: { host: HOST, ...bearer } })
+    assert.equal(bare.statusCode, 401)
+    assert.equal(bare.json().error_code, 'session_not_found')
+    const otherCookie = await signedIn()
+    const crossed = await withCookie(otherCookie, 'GET', '/auth/user', bearer)
+    assert.equal(crossed.json().error_code, 'session_not_found')
+    const foreign = await withCookie(cookie, 'GET', '/auth/user', { ...bearer, origin: 'https://evil.example' })
+    assert.equal(foreign.json().error_code, 'cross_site_request')
+    const sibling = await withCookie(cookie, 'GET', '/me', { ...bearer, 'sec-fetch-site': 'same-site' })
+    assert.equal(sibling.statusCode, 403)
+    const [head, payload, mac] = standIn.split('.')
+    const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Record<string, unknown>
+    const widened = `${head}.${Buffer.from(JSON.stringify({ ...claims, role: 'service_role' })).toString('base64url')}.${mac}`
+    const forged = await withCookie(cookie, 'GET', '/auth/user', { authorization: `Bearer ${widened}` })
+    assert.equal(forged.json().error_code, 'bad_jwt')
+    const expired = await later(3 * 3600_000, () => withCookie(cookie, 'GET', '/auth/user', bearer))
+    assert.equal(expired.statusCode, 401)
+    // Forwarded meanwhile: the other session's sign-in and, three hours on, authgate's own refresh.
+    const forwarded = h.backend.requests.slice(before).map((r) => r.target)
+    assert.deepEqual(forwarded, ['/token?grant_type=password', '/token?grant_type=refresh_token'])
+  })
+
+  it('the refresh stand-in: authgate refreshes with the real refresh token and answers new stand-ins', async () => {
+    const res = await signIn()
+    const cookie = cookieOf(res)
+    const first = res.json() as { access_token: string; refresh_token: string }
+    const id = cookie.split(';')[0]!.split('=')[1]!
+    const before = await h.app.authgate.sessions!.sessions.load(id)
+    const refresh = (headers: Record<string, string>, token = first.refresh_token) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/auth/token?grant_type=refresh_token',
+        headers: { 'content-type': 'application/json', host: HOST, ...headers },
+        payload: JSON.stringify({ refresh_token: token }),
+      })
+    const answered = await refresh({ cookie: cookie.split(';')[0]!, origin: OWN })
+    assert.equal(answered.statusCode, 200, answered.body)
+    const sent = h.backend.requests.at(-1)!
+    assert.equal(sent.target, '/token?grant_type=refresh_token')
+    assert.equal(JSON.parse(sent.body.toString()).refresh_token, before!.session.refreshToken)
+    const next = answered.json() as { access_token: string; refresh_token: string; expires_at: number; user: unknown }
+    const after = await h.app.authgate.sessions!.sessions.load(id)
+    assert.notEqual(after!.session.refreshToken, before!.session.refreshToken)
+    assert.notEqual(next.access_token, first.access_token)
+    assert.equal(
+      next.refresh_token,
+      first.refresh_token,
+      'the refresh stand-in is the session’s, whatever the real one',
+    )
+    assert.equal(next.expires_at, after!.session.expiresAt)
+    assert.ok(
+      !answered.body.includes(after!.session.accessToken) && !answered.body.includes(after!.session.refreshToken),
+    )
+    assert.equal(answered.headers['set-cookie'], undefined, 'the same cookie')
+    // Without the cookie or from elsewhere: refused, nothing forwarded.
+    const count = h.backend.requests.length
+    const bare = await refresh({})
+    assert.equal(bare.statusCode, 400)
+    assert.equal(bare.json().error_code, 'refresh_token_not_found')
+    const foreign = await refresh({ cookie: cookie.split(';')[0]!, origin: 'https://evil.example' })
+    assert.equal(foreign.json().error_code, 'cross_site_request')
+    const otherSession = await refresh({ cookie: (await signedIn()).split(';')[0]!, origin: OWN })
+    assert.equal(otherSession.json().error_code, 'refresh_token_not_found')
+    assert.equal(h.backend.requests.length - count, 1, 'only the other sign-in')
+  })
+
   it('MFA verify with the cookie: a new session id, the old one ends', async () => {
     const cookie = await signedIn()
     const res = await h.app.inject({
@@ -397,7 +488,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
       payload: '{"challenge_id":"1b8a2e1c-4b7a-4f0e-9d53-6f1c2a3b4c5d","code":"123456"}',
     })
     assert.equal(res.statusCode, 200, res.body)
-    assert.equal('access_token' in res.json(), false)
+    assert.ok(h.app.authgate.sessions!.sessions.standIns.isAccess(String(res.json().access_token)))
     // Supabase Auth was asked with the bearer of the old session.
     assert.match(String(h.backend.requests.at(-1)!.headers.authorization), /^Bearer ey/)
     const next = cookieOf(res)
@@ -500,7 +591,7 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.ok(doc.paths['/auth/session']?.get)
     assert.ok(doc.paths['/auth/session']!.get!.responses['401'])
     const token = doc.paths['/auth/token']!.post!
-    assert.match(String(token.description), /drops `access_token`, `refresh_token`/)
+    assert.match(String(token.description), /stand-ins for `access_token` and `refresh_token`/)
     assert.match(JSON.stringify(token.responses['200']), /CookieSessionResponse/)
     assert.match(JSON.stringify(token.responses['403']), /cross_site_request/)
     assert.ok(doc.paths['/notes']!.post!.responses['403'])
@@ -521,7 +612,7 @@ describe('cookie sessions in `on` mode', () => {
     }
   })
 
-  it('an e-mail link: the cookie; Location and body without the tokens', async () => {
+  it('an e-mail link: the cookie; Location with stand-ins, the body without the tokens', async () => {
     const location = 'https://app.example.com/welcome#access_token=a&expires_in=60&refresh_token=r&type=magiclink'
     const escaped = location.replaceAll('&', '&amp;')
     h.backend.handler = (req, res) => {
@@ -534,12 +625,17 @@ describe('cookie sessions in `on` mode', () => {
     }
     const res = await h.app.inject({ method: 'GET', url: '/auth/verify?token=t&type=magiclink' })
     assert.equal(res.statusCode, 303)
-    assert.equal(res.headers.location, 'https://app.example.com/welcome#expires_in=60&type=magiclink')
-    assert.equal(
-      res.body,
-      '<a href="https://app.example.com/welcome#expires_in=60&amp;type=magiclink">See Other</a>.\n\n',
-    )
     const cookie = cookieOf(res).split(';')[0]!
+    const handle = sessionHandle(cookie.split('=')[1]!)
+    const standIns = h.app.authgate.sessions!.sessions.standIns
+    const relayed = new URL(String(res.headers.location))
+    assert.equal(relayed.origin + relayed.pathname, 'https://app.example.com/welcome')
+    const fragment = new URLSearchParams(relayed.hash.slice(1))
+    assert.deepEqual([...fragment.keys()], ['expires_in', 'type', 'access_token', 'refresh_token'])
+    assert.equal(fragment.get('type'), 'magiclink')
+    assert.equal(standIns.checkAccess(fragment.get('access_token')!, handle, 0), undefined)
+    assert.equal(standIns.checkRefresh(fragment.get('refresh_token')!, handle), true)
+    assert.equal(res.body, `<a href="${String(res.headers.location).replaceAll('&', '&amp;')}">See Other</a>.\n\n`)
     const session = await h.app.inject({ method: 'GET', url: '/auth/session', headers: { cookie } })
     assert.equal(session.json().user.email, 'link@example.com')
     // A user Supabase Auth does not answer: the session is kept, without a user.
@@ -569,7 +665,11 @@ describe('cookie sessions in `on` mode', () => {
       headers: { 'content-type': 'application/json' },
       payload: '{"email":"a@example.com","password":"secret123"}',
     })
-    assert.deepEqual(res.json(), { expires_in: 60, user: { id: 'u' } })
+    const { access_token, refresh_token, expires_at, ...rest } = res.json() as Record<string, unknown>
+    assert.deepEqual(rest, { expires_in: 60, token_type: 'bearer', user: { id: 'u' } })
+    assert.equal(typeof expires_at, 'number')
+    assert.notEqual(access_token, 'a')
+    assert.notEqual(refresh_token, 'r')
     assert.match(cookieOf(res), /^__Host-authgate-session=/)
   })
 
