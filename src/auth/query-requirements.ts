@@ -1,16 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { sendError } from '../errors.ts'
-import { backendQuery } from './go-values.ts'
 import type { AuthRoute, QueryRequirement } from './routes/entry.ts'
 
-/** The requirement a request breaks, if any. */
+/** The requirement a request breaks, if any: `query` as the backend reads it (src/auth/go-values.ts). */
 export function brokenRequirement(
   requirements: readonly QueryRequirement[],
-  target: string,
+  query: Readonly<Record<string, string>>,
   body: unknown,
 ): QueryRequirement | undefined {
   const record = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {}
-  const query = backendQuery(target)
   for (const r of requirements) {
     if (query[r.param] !== r.value) continue
     if (r.fields.some((f) => typeof record[f] !== 'string' || record[f] === '')) return r
@@ -22,7 +20,8 @@ export function brokenRequirement(
 export function queryRequirementsHook(route: AuthRoute) {
   const requirements = route.requiredByQuery ?? []
   return async function checkQueryRequirements(request: FastifyRequest, reply: FastifyReply) {
-    const broken = brokenRequirement(requirements, request.raw.url ?? '', request.body)
+    // `request.query` is the backend's reading already (readQueryAsBackend, the route's first hook).
+    const broken = brokenRequirement(requirements, request.query as Record<string, string>, request.body)
     if (broken) return sendError(request, reply, broken.answer)
   }
 }
