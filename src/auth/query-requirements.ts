@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { sendError } from '../errors.ts'
 import type { AuthRoute, QueryRequirement } from './routes/entry.ts'
 
@@ -19,10 +19,12 @@ export function brokenRequirement(
 /** The hook that refuses a validated body missing what its query value requires (never forwarded). */
 export function queryRequirementsHook(route: AuthRoute) {
   const requirements = route.requiredByQuery ?? []
-  return async function checkQueryRequirements(request: FastifyRequest, reply: FastifyReply) {
+  // Callback style: a refusal answers and does not call `done`.
+  return function checkQueryRequirements(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
     // `request.query` is the backend's reading already (readQueryAsBackend, the route's first hook).
     const broken = brokenRequirement(requirements, request.query as Record<string, string>, request.body)
-    if (broken) return sendError(request, reply, broken.answer)
+    if (broken) sendError(request, reply, broken.answer)
+    else done()
   }
 }
 
