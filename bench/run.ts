@@ -2,7 +2,7 @@
  * `npm run bench`: authgate against the gateways people would pick instead, in one run, one table,
  * written to BENCHMARKS.md (between the bench markers) with the machine, versions and command.
  *
- *   node bench/run.ts [--duration 3] [--rounds 2] [--rate 5000] [--connections 64]
+ *   node bench/run.ts [--duration 3] [--rounds 2] [--rate 5000|half] [--connections 64]
  *                     [--only a,b,...] [--peers authgate,nginx,...] [--baseline <git ref>]
  *                     [--idle-connections 5000] [--no-write]
  *
@@ -10,6 +10,10 @@
  * canned bodies). Rounds are interleaved (peer A, B, C, then again) because the machine is shared and
  * noisy: compare ratios within one run, not figures across runs. Measures, never judges: nothing
  * here fails. Needs nginx, haproxy, caddy and wrk (Debian packages); a missing one drops its rows.
+ *
+ * `--rate half`: each case's latency rounds run at half of authgate's own maximum in that case (the
+ * median of its wrk rounds, which then all run first), so the p99 is the tail below saturation
+ * whatever the machine's speed. `--baseline <ref>` builds that commit's `dist` beside this one.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import {
@@ -47,7 +51,8 @@ const { values: opts } = parseArgs({
 })
 const DURATION = Number(opts.duration)
 const ROUNDS = Number(opts.rounds)
-const RATE = Number(opts.rate)
+const HALF_RATE = opts.rate === 'half'
+const RATE = HALF_RATE ? NaN : Number(opts.rate)
 const CONNECTIONS = Number(opts.connections)
 const IDLE = Number(opts['idle-connections'])
 const WORKERS = Number(opts.workers)
@@ -210,12 +215,12 @@ peers.push({
 
 // The compiled service, as the container and the npm package run it (the sources run directly only
 // in a checkout; type stripping costs start-up time and about 30 MB of memory, nothing per request).
-// An earlier commit (--baseline) runs from its sources.
+// An earlier commit (--baseline) is built the same way.
 execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' })
 function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildProcess {
   return start(
     process.execPath,
-    [cwd === ROOT ? 'dist/main.js' : 'src/main.ts'],
+    ['dist/main.js'],
     {
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -318,10 +323,24 @@ if (opts.baseline && want('authgate')) {
   // The same service at another commit, for before/after in one run.
   const dir = join(DIR, 'baseline')
   mkdirSync(dir)
-  const archive = spawnSync('git', ['-C', ROOT, 'archive', opts.baseline, 'src', 'package.json'])
+  const archive = spawnSync('git', [
+    '-C',
+    ROOT,
+    'archive',
+    opts.baseline,
+    'src',
+    'package.json',
+    'tsconfig.json',
+    'tsconfig.build.json',
+  ])
   if (archive.status !== 0) throw new Error(`git archive ${opts.baseline}: ${archive.stderr.toString()}`)
   spawnSync('tar', ['-x', '-C', dir], { input: archive.stdout })
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
+  // Compiled as this commit is (node dist/main.js): the before column measures code, not type stripping.
+  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: dir,
+    stdio: 'inherit',
+  })
   // The switches the earlier commit knows: one that knows no per-account limits refuses their setting.
   const knowsAccountLimits =
     spawnSync('grep', ['-rqs', 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES', join(dir, 'src')]).status === 0
@@ -562,6 +581,13 @@ for (const p of peers) {
   if (pid !== undefined && !p.noMemory && (p.port >= 0 || p.limitedPort)) memory.set(p.name, { idle: rssMb(pid) })
 }
 
+const median = (xs: number[]) => {
+  if (xs.length === 0) return NaN
+  const s = [...xs].sort((x, y) => x - y)
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+}
+/** The open-loop rate of each case's latency rounds, when it is set per case (`--rate half`). */
+const caseRates = new Map<string, number>()
 const cases = CASES.filter((c) => !ONLY || ONLY.includes(c.id))
 const startedAt = Date.now()
 for (const c of cases) {
@@ -579,6 +605,19 @@ for (const c of cases) {
     }
     runnable.push([p, port])
   }
+  const latency = async (round: number, rate: number) => {
+    for (const [p, port] of runnable) {
+      const spec = { ...c.request, path: pathFor(p, c) }
+      const cell = cellFor(c, p)
+      const r = await constantRate({ port, request: spec, rate, durationMs: DURATION * 1000, connections: 50 })
+      cell.p50.push(r.p50)
+      cell.p99.push(r.p99)
+      cell.latencyErrors += r.errors
+      process.stderr.write(
+        `${c.id} ${p.name}: round ${round + 1} at ${Math.round(rate)} req/s p99 ${r.p99.toFixed(2)} ms\n`,
+      )
+    }
+  }
   for (let round = 0; round < ROUNDS; round++) {
     for (const [p, port] of runnable) {
       const spec = { ...c.request, path: pathFor(p, c) }
@@ -593,15 +632,17 @@ for (const c of cases) {
         cell.rps.push(w.rps)
         cell.cpuMsPer1k.push((used / w.requests) * 1000)
       }
-      if (c.latency) {
-        const r = await constantRate({ port, request: spec, rate: RATE, durationMs: DURATION * 1000, connections: 50 })
-        cell.p50.push(r.p50)
-        cell.p99.push(r.p99)
-        cell.latencyErrors += r.errors
-      }
-      process.stderr.write(
-        `${c.id} ${p.name}: ${w ? Math.round(w.rps) : '-'} req/s${c.latency ? ` p99 ${cell.p99.at(-1)?.toFixed(2)} ms` : ''}\n`,
-      )
+      process.stderr.write(`${c.id} ${p.name}: ${w ? Math.round(w.rps) : '-'} req/s\n`)
+    }
+    if (c.latency && !HALF_RATE) await latency(round, RATE)
+  }
+  if (c.latency && HALF_RATE) {
+    // Half of authgate's own maximum in this case (its single-process row), else of the case's first peer.
+    const own = runnable.find(([p]) => p.name === 'authgate' || p.name === 'authgate (memory store)') ?? runnable[0]
+    const rate = own ? median(cellFor(c, own[0]).rps) / 2 : NaN
+    if (Number.isFinite(rate) && rate > 0) {
+      caseRates.set(c.id, rate)
+      for (let round = 0; round < ROUNDS; round++) await latency(round, rate)
     }
   }
 }
@@ -625,11 +666,6 @@ stopAll()
 
 // --- report ------------------------------------------------------------------------------------
 
-const median = (xs: number[]) => {
-  if (xs.length === 0) return NaN
-  const s = [...xs].sort((x, y) => x - y)
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
-}
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '–')
 const thousands = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–')
 
@@ -656,7 +692,7 @@ lines.push(
 )
 lines.push('')
 lines.push(
-  `Max: wrk -t1 -c${CONNECTIONS}, ${DURATION} s, median of ${ROUNDS} interleaved rounds. Latency: open loop at ${thousands(RATE)} req/s over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. CPU: user + system time of the peer's processes during the wrk run, per 1,000 answers. Ratios: max req/s over nginx's (one worker) and over the Node.js floor's (bench/peers/node-floor.ts: node:http, undici's dispatch API, a prebuilt 429) in the same case; p99 − floor: the difference of the medians.`,
+  `Max: wrk -t1 -c${CONNECTIONS}, ${DURATION} s, median of ${ROUNDS} interleaved rounds. Latency: open loop at ${HALF_RATE ? `half of authgate's maximum in each case (${[...caseRates].map(([id, r]) => `${id}: ${thousands(r)}`).join(', ')} req/s)` : `${thousands(RATE)} req/s`} over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. CPU: user + system time of the peer's processes during the wrk run, per 1,000 answers. Ratios: max req/s over nginx's (one worker) and over the Node.js floor's (bench/peers/node-floor.ts: node:http, undici's dispatch API, a prebuilt 429) in the same case; p99 − floor: the difference of the medians.`,
 )
 lines.push('')
 lines.push('| case | peer | max req/s | × nginx | × floor | p50 ms | p99 ms | p99 − floor ms | CPU ms / 1k req |')
@@ -705,6 +741,7 @@ for (const [name, m] of memory) {
 }
 const table = lines.join('\n')
 console.log('\n' + table)
+console.log(`\n(the run took ${((Date.now() - startedAt) / 60_000).toFixed(1)} minutes of measuring)`)
 
 if (!opts['no-write']) {
   const file = join(ROOT, 'BENCHMARKS.md')

@@ -98,6 +98,24 @@ function declaredProperties(schema: Schema, into: Map<string, Schema> = new Map(
   return into
 }
 
+/** A schema's declared fields, and each field by its folded name: the same for every request. */
+interface Fields {
+  byName: Map<string, Schema>
+  byFold: Map<string, string>
+}
+// Schemas are the route table's, built once: their fields are worked out on first use, not per request.
+const fieldsOf = new WeakMap<Schema, Fields>()
+function fields(schema: Schema): Fields {
+  let found = fieldsOf.get(schema)
+  if (found === undefined) {
+    const byName = declaredProperties(schema)
+    const byFold = new Map<string, string>()
+    for (const name of byName.keys()) byFold.set(goFoldedKey(name), name)
+    fieldsOf.set(schema, (found = { byName, byFold }))
+  }
+  return found
+}
+
 /**
  * The first key of `value` that is not a declared field's name but that the backend would give to
  * one (it differs only in case), at any depth where the schema declares the object's fields.
@@ -114,16 +132,14 @@ export function caseFoldedKey(value: unknown, schema: Schema, path: (string | nu
     return undefined
   }
   if (!isRecord(value)) return undefined
-  const fields = declaredProperties(schema)
-  if (fields.size === 0) return undefined
-  const byFold = new Map<string, string>()
-  for (const name of fields.keys()) byFold.set(goFoldedKey(name), name)
+  const { byName, byFold } = fields(schema)
+  if (byName.size === 0) return undefined
   for (const key of Object.keys(value)) {
-    if (fields.has(key)) continue
+    if (byName.has(key)) continue
     const field = byFold.get(goFoldedKey(key))
     if (field !== undefined) return { path, key, field }
   }
-  for (const [name, property] of fields) {
+  for (const [name, property] of byName) {
     if (!Object.hasOwn(value, name)) continue
     const found = caseFoldedKey(value[name], property, [...path, name])
     if (found) return found

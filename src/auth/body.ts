@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
 import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
@@ -144,11 +144,21 @@ const JSON_OR_FORM = 'Content-Type must be application/json or application/x-www
 
 /**
  * The preValidation hook of a mounted route: keeps the bytes for the forwarder and replaces
- * `request.body` with the parsed copy the validator judges.
+ * `request.body` with the parsed copy the validator judges. Callback style, as every synchronous
+ * hook of a mounted route: no promise and microtask per request. A refusal answers and does not
+ * call `done` (Fastify goes no further).
  */
 export function bodyHook(route: AuthRoute) {
+  const read = bodyReader(route)
+  return function parseBody(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+    if (read(request, reply) === undefined) done()
+  }
+}
+
+/** Reads the body into `request.body`, or answers the refusal (and returns the reply). */
+function bodyReader(route: AuthRoute) {
   const optional = route.bodyOptional === true
-  return async function parseBody(request: FastifyRequest, reply: FastifyReply) {
+  return (request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined => {
     const raw = request.body as Buffer | undefined
     request.rawBody = raw
     if (!route.body) return

@@ -1,16 +1,14 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { sendError } from '../errors.ts'
-import { backendQuery } from './go-values.ts'
 import type { AuthRoute, QueryRequirement } from './routes/entry.ts'
 
-/** The requirement a request breaks, if any. */
+/** The requirement a request breaks, if any: `query` as the backend reads it (src/auth/go-values.ts). */
 export function brokenRequirement(
   requirements: readonly QueryRequirement[],
-  target: string,
+  query: Readonly<Record<string, string>>,
   body: unknown,
 ): QueryRequirement | undefined {
   const record = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {}
-  const query = backendQuery(target)
   for (const r of requirements) {
     if (query[r.param] !== r.value) continue
     if (r.fields.some((f) => typeof record[f] !== 'string' || record[f] === '')) return r
@@ -21,9 +19,12 @@ export function brokenRequirement(
 /** The hook that refuses a validated body missing what its query value requires (never forwarded). */
 export function queryRequirementsHook(route: AuthRoute) {
   const requirements = route.requiredByQuery ?? []
-  return async function checkQueryRequirements(request: FastifyRequest, reply: FastifyReply) {
-    const broken = brokenRequirement(requirements, request.raw.url ?? '', request.body)
-    if (broken) return sendError(request, reply, broken.answer)
+  // Callback style: a refusal answers and does not call `done`.
+  return function checkQueryRequirements(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+    // `request.query` is the backend's reading already (readQueryAsBackend, the route's first hook).
+    const broken = brokenRequirement(requirements, request.query as Record<string, string>, request.body)
+    if (broken) sendError(request, reply, broken.answer)
+    else done()
   }
 }
 

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { sendError } from '../errors.ts'
 import { bodyAjv } from '../validation.ts'
 import { backendQuery } from './go-values.ts'
@@ -15,11 +15,12 @@ export function queryHook(route: AuthRoute) {
   // Values only: a missing parameter is Supabase Auth's to answer, in its own words (it does).
   const { required: _required, ...valueRules } = route.query as { required?: unknown }
   const validate = bodyAjv.compile(valueRules)
-  return async function checkQuery(request: FastifyRequest, reply: FastifyReply) {
-    if (validate(request.query)) return
+  // Callback style: a refusal answers and does not call `done`.
+  return function checkQuery(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+    if (validate(request.query)) return done()
     const first = validate.errors?.[0]
     const where = first?.instancePath ? `querystring${first.instancePath}` : 'querystring'
-    return sendError(request, reply, 'validation_failed', `${where} ${first?.message ?? 'is invalid'}`)
+    sendError(request, reply, 'validation_failed', `${where} ${first?.message ?? 'is invalid'}`)
   }
 }
 
@@ -29,6 +30,7 @@ export function queryHook(route: AuthRoute) {
  * the per-account limit's grant, the session gate's logout scope) reads the value the backend acts
  * on, never an array of a repeated name.
  */
-export async function readQueryAsBackend(request: FastifyRequest): Promise<void> {
+export function readQueryAsBackend(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
   request.query = backendQuery(request.raw.url ?? '')
+  done()
 }

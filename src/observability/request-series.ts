@@ -9,6 +9,7 @@ import type { Metric, Registry } from 'prom-client'
  */
 export class RouteSeries {
   readonly route: string
+  /** The second label's value: the method, or for the backend's durations the status. */
   readonly method: string
   readonly statuses = new Map<number, number>()
   /** Observations per bucket (not cumulative): one per upper bound, then +Inf. */
@@ -26,6 +27,11 @@ export class RouteSeries {
 
   observe(status: number, seconds: number): void {
     this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1)
+    this.time(seconds)
+  }
+
+  /** A duration alone (a series whose second label is not the method: see RequestSeries). */
+  time(seconds: number): void {
     const bounds = this.#bounds
     let i = 0
     while (i < bounds.length && seconds > bounds[i]!) i++
@@ -36,7 +42,8 @@ export class RouteSeries {
 }
 
 interface SeriesNames {
-  requests: { name: string; help: string }
+  /** Left out: the duration histogram alone. */
+  requests?: { name: string; help: string }
   duration: { name: string; help: string }
 }
 
@@ -50,10 +57,15 @@ interface SeriesNames {
 export class RequestSeries {
   readonly #bounds: readonly number[]
   readonly #byRoute = new Map<string, Map<string, RouteSeries>>()
+  /** The histogram's label beside `route`: `method`, or `status` for the backend's durations. */
+  readonly #label: string
 
-  constructor(registry: Registry, names: SeriesNames, bounds: readonly number[]) {
+  constructor(registry: Registry, names: SeriesNames, bounds: readonly number[], label = 'method') {
     this.#bounds = bounds
-    registry.registerMetric(this.#metric(names.requests.name, names.requests.help, 'counter', () => this.#counts()))
+    this.#label = label
+    const { requests } = names
+    if (requests !== undefined)
+      registry.registerMetric(this.#metric(requests.name, requests.help, 'counter', () => this.#counts()))
     registry.registerMetric(
       this.#metric(names.duration.name, names.duration.help, 'histogram', () => this.#histogram(names.duration.name)),
     )
@@ -84,7 +96,7 @@ export class RequestSeries {
     const values: Value[] = []
     for (const s of this.#all()) {
       if (s.count === 0) continue
-      const labels = { route: s.route, method: s.method }
+      const labels = { route: s.route, [this.#label]: s.method }
       let cumulative = 0
       this.#bounds.forEach((le, i) => {
         cumulative += s.buckets[i]!

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { backendQuery } from '../../src/auth/go-values.ts'
 import { brokenRequirement, describeRequirements } from '../../src/auth/query-requirements.ts'
 import type { QueryRequirement } from '../../src/auth/routes/entry.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
@@ -13,13 +14,19 @@ const pkce: QueryRequirement = {
 
 describe('body fields a query value requires', () => {
   test('the first value of the parameter decides, as Supabase Auth reads it', () => {
-    assert.equal(brokenRequirement([pkce], '/token?grant_type=pkce', { auth_code: 'a' }), pkce)
-    assert.equal(brokenRequirement([pkce], '/token?grant_type=password&grant_type=pkce', {}), undefined)
-    assert.equal(brokenRequirement([pkce], '/token?grant_type=pkce&grant_type=password', {}), pkce)
-    assert.equal(brokenRequirement([pkce], '/token', {}), undefined)
-    assert.equal(brokenRequirement([pkce], '/token?grant_type=pkce', { auth_code: 'a', code_verifier: 'v' }), undefined)
-    assert.equal(brokenRequirement([pkce], '/token?grant_type=pkce', { auth_code: 'a', code_verifier: '' }), pkce)
-    assert.equal(brokenRequirement([pkce], '/token?grant_type=pkce', null), pkce)
+    assert.equal(brokenRequirement([pkce], backendQuery('/token?grant_type=pkce'), { auth_code: 'a' }), pkce)
+    assert.equal(brokenRequirement([pkce], backendQuery('/token?grant_type=password&grant_type=pkce'), {}), undefined)
+    assert.equal(brokenRequirement([pkce], backendQuery('/token?grant_type=pkce&grant_type=password'), {}), pkce)
+    assert.equal(brokenRequirement([pkce], backendQuery('/token'), {}), undefined)
+    assert.equal(
+      brokenRequirement([pkce], backendQuery('/token?grant_type=pkce'), { auth_code: 'a', code_verifier: 'v' }),
+      undefined,
+    )
+    assert.equal(
+      brokenRequirement([pkce], backendQuery('/token?grant_type=pkce'), { auth_code: 'a', code_verifier: '' }),
+      pkce,
+    )
+    assert.equal(brokenRequirement([pkce], backendQuery('/token?grant_type=pkce'), null), pkce)
   })
 
   test('the description states each requirement with its answer', () => {

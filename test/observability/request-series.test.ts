@@ -136,3 +136,31 @@ describe('request series', () => {
     assert.deepEqual(sortedLines(await got.registry.metrics()), sortedLines(await ref.registry.metrics()))
   })
 })
+
+describe('a duration series by route and status (the backend’s)', () => {
+  const BACKEND = {
+    duration: { name: 'authgate_backend_request_duration_seconds', help: 'Time the backend took' },
+  }
+  it('exposes exactly what prom-client’s Histogram by route and status exposes, and no counter', async () => {
+    const refRegistry = new Registry()
+    const ref = new Histogram({
+      ...BACKEND.duration,
+      labelNames: ['route', 'status'],
+      buckets: BUCKETS,
+      registers: [refRegistry],
+    })
+    const registry = new Registry()
+    const got = new RequestSeries(registry, BACKEND, BUCKETS, 'status')
+    for (const [route, , status, seconds] of OBSERVATIONS) {
+      ref.observe({ route, status: String(status) }, seconds)
+      got.of(route, String(status)).time(seconds)
+    }
+    ref.observe({ route: '/auth/token', status: 'none' }, 0.2)
+    got.of('/auth/token', 'none').time(0.2)
+    assert.deepEqual(sortedLines(await registry.metrics()), sortedLines(await refRegistry.metrics()))
+    assert.deepEqual(
+      JSON.parse(canonical(await sortedJson(registry))),
+      JSON.parse(canonical(await sortedJson(refRegistry))),
+    )
+  })
+})
