@@ -6,12 +6,13 @@ import { OPTIONAL_GROUPS, type OptionalGroup } from './core/route-groups.ts'
  * a bad value stops the service with a message that names the variable. The variable names are the
  * public interface; `src/config/schema.ts` lists them with their defaults (README table, `--help`).
  */
-import { AuthgateConfigError, envValue, OFF_WORDS, parseIntIn, type Env } from './config/env.ts'
+import { AuthgateConfigError, envValue, isOff, OFF_WORDS, parseBoolean, parseIntIn, type Env } from './config/env.ts'
 import { settingValue, unknownVariables } from './config/schema.ts'
 import { parseServePath } from './config/serve-path.ts'
+import { refuseUnknownOptions } from './config/known-options.ts'
 import { normaliseBackendUrl, type BackendOptions } from './core/backend.ts'
 
-export { AuthgateConfigError, parseIntIn, type Env }
+export { AuthgateConfigError, parseBoolean, parseIntIn, type Env }
 
 export interface CoreConfig {
   port: number
@@ -182,14 +183,6 @@ export function parseCidrList(variable: string, raw: string): string[] {
   return items
 }
 
-/** `true`/`false` (also `on`/`off`, `yes`/`no`, `1`/`0`). */
-export function parseBoolean(variable: string, raw: string): boolean {
-  const v = raw.trim().toLowerCase()
-  if (['true', 'on', 'yes', '1'].includes(v)) return true
-  if (['false', 'off', 'no', '0'].includes(v)) return false
-  throw new AuthgateConfigError(variable, `expected true or false, got ${JSON.stringify(raw)}`)
-}
-
 /** `sso, MFA` → `['sso', 'mfa']`; an unknown name or `core` stops start-up. */
 export function parseDisabledGroups(variable: string, raw: string): OptionalGroup[] {
   const out: OptionalGroup[] = []
@@ -293,7 +286,9 @@ const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
   tracing: 'AUTHGATE_TRACING',
 }
 
-/** What code may pass: any core option, the backend URL also as a string. */
+/** The names of the core options, as code gives them. */
+export const CORE_OPTIONS: readonly string[] = Object.keys(ENV_NAMES)
+
 /**
  * The options of the one connection to Supabase Auth, from the configuration: the service, the
  * plugin and the doctor build their `SupabaseAuthClient` from these, so each sends the same
@@ -344,21 +339,21 @@ function fromEnv(env: Env): CoreConfigInput {
   if (env.AUTHGATE_PREFIX !== undefined) out.prefix = parsePrefix('AUTHGATE_PREFIX', env.AUTHGATE_PREFIX)
   each('bodyLimit', parseSize)
   each('backendTimeoutMs', duration)
-  each('trustedProxies', parseCidrList)
+  each('trustedProxies', (variable, raw) => (isOff(raw) ? [] : parseCidrList(variable, raw)))
   each('logLevel', (_, raw) => raw)
   each('backendConnections', int(1, 65535))
-  each('cacheTtlMs', (variable, raw) => (raw === '0' || raw.toLowerCase() === 'off' ? 0 : parseDuration(variable, raw)))
-  each('disabledGroups', parseDisabledGroups)
+  each('cacheTtlMs', (variable, raw) => (raw === '0' || isOff(raw) ? 0 : parseDuration(variable, raw)))
+  each('disabledGroups', (variable, raw) => (isOff(raw) ? [] : parseDisabledGroups(variable, raw)))
   each('backendApiKey', (_, raw) => raw)
   each('backendConnectTimeoutMs', duration)
-  each('corsOrigins', parseOrigins)
+  each('corsOrigins', (variable, raw) => (isOff(raw) ? [] : parseOrigins(variable, raw)))
   each('maxHeaderSize', parseSize)
   each('headerTimeoutMs', duration)
   each('requestTimeoutMs', duration)
   each('keepAliveTimeoutMs', duration)
   each('maxRequestsPerSocket', int(0, 1_000_000))
   each('maxConnections', int(0, 10_000_000))
-  each('socketTimeoutMs', (variable, raw) => (raw === '0' ? 0 : parseDuration(variable, raw)))
+  each('socketTimeoutMs', (variable, raw) => (raw === '0' || isOff(raw) ? 0 : parseDuration(variable, raw)))
   each('requestIdHeader', parseHeaderName)
   each('clientIpHeader', parseHeaderName)
   each('metricsPath', pathOrOff)
@@ -397,6 +392,11 @@ function coreDefaults(): CoreConfig {
 }
 
 const resolved = new WeakSet<CoreConfig>()
+
+/** Whether `config` is what resolveConfig returned (the service hands its own to the plugin). */
+export function isResolvedConfig(config: object | undefined): boolean {
+  return config !== undefined && resolved.has(config as CoreConfig)
+}
 
 /** Checks one option's value as code gives it, with the same rules as its environment variable. */
 function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: string): CoreConfig[K] {
@@ -525,8 +525,8 @@ export function resolveConfig(
   if (resolved.has(input as CoreConfig)) return input as CoreConfig
   const config: CoreConfig = { ...coreDefaults() }
   const target = config as unknown as Record<string, unknown>
+  refuseUnknownOptions(input, CORE_OPTIONS)
   for (const [key, value] of Object.entries(input)) {
-    if (!(key in ENV_NAMES)) throw new AuthgateConfigError(nameOf(key as keyof CoreConfig), 'is not a core option')
     if (value === undefined && key !== 'backendApiKey' && key !== 'metricsPort') continue
     target[key] = checkOption(key as keyof CoreConfig, value, nameOf(key as keyof CoreConfig))
   }

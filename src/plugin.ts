@@ -4,7 +4,14 @@ import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
-import { backendOptions, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
+import {
+  backendOptions,
+  CORE_OPTIONS,
+  isResolvedConfig,
+  resolveConfig,
+  type CoreConfig,
+  type CoreConfigInput,
+} from './config.ts'
 import { SupabaseAuthClient } from './core/backend.ts'
 import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
@@ -15,6 +22,7 @@ import { DEVICE_COOKIE } from './ratelimit/device-cookie.ts'
 import { createSessionGate, documentCookieAccess, type SessionGate, type SessionOptions } from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
+import { refuseUnknownOptions } from './config/known-options.ts'
 import { authValidatorCompiler } from './validation.ts'
 
 /** The core options the plugin itself uses; the service's own (port, timeouts of clients, health paths) are not read here. */
@@ -33,6 +41,51 @@ export type GatewayConfig = Pick<
   | 'requestIdHeader'
   | 'clientIpHeader'
 >
+
+// Every key of GatewayConfig, checked complete by the type.
+const GATEWAY_KEYS = Object.keys({
+  backendUrl: true,
+  backendApiKey: true,
+  backendTimeoutMs: true,
+  backendConnectTimeoutMs: true,
+  backendConnections: true,
+  prefix: true,
+  bodyLimit: true,
+  cacheTtlMs: true,
+  disabledGroups: true,
+  corsOrigins: true,
+  requestIdHeader: true,
+  clientIpHeader: true,
+} satisfies Record<keyof GatewayConfig, true>)
+
+// The plugin's own options, and what Fastify's `register` itself reads from the same object.
+const PLUGIN_KEYS = Object.keys({
+  config: true,
+  rateLimit: true,
+  rateLimitStore: true,
+  sessions: true,
+  sessionStore: true,
+} satisfies Record<keyof AuthgatePluginOptions, true>)
+const REGISTER_KEYS = ['logLevel', 'logSerializers']
+
+/**
+ * Refuses an option the plugin does not read, naming it: a misspelled or misplaced option would
+ * otherwise leave its default in force without a word.
+ */
+export function checkPluginOptions(options: AuthgatePluginOptions): void {
+  refuseUnknownOptions(options, [...PLUGIN_KEYS, ...REGISTER_KEYS], '', (key) =>
+    key === 'prefix'
+      ? 'the mount prefix is config.prefix (authgate is not encapsulated, so a register prefix would not apply)'
+      : undefined,
+  )
+  // The service passes its whole resolved configuration, checked already.
+  if (isResolvedConfig(options.config)) return
+  refuseUnknownOptions(options.config, GATEWAY_KEYS, 'config.', (key) =>
+    CORE_OPTIONS.includes(key)
+      ? "is the service's option (buildApp or the environment), not the plugin's: the application's own server and logger stand for it"
+      : undefined,
+  )
+}
 
 export interface AuthgatePluginOptions {
   /**
@@ -97,6 +150,7 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
  * application, and so are the routes to a registry created on the instance before it.
  */
 async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptions): Promise<void> {
+  checkPluginOptions(options)
   const config: GatewayConfig = resolveConfig(options.config as CoreConfigInput | undefined)
   const backend = new SupabaseAuthClient(backendOptions(config))
   const sessions = options.sessions

@@ -12,7 +12,7 @@ import { RedisStore } from './redis-store.ts'
 import type { Decision, RateLimitStore } from './store.ts'
 import { warnAtMostEvery } from './throttled-warning.ts'
 import { throttle } from '../core/log-throttle.ts'
-import { ACCOUNT_ROUTES, MESSAGE_ROUTES, type Budget } from './abuse-config.ts'
+import type { Budget } from './abuse-config.ts'
 import { accountIdentifier, accountKeyer, messageChannel } from './account-key.ts'
 import type { RateLimitPolicy } from './policy.ts'
 import type { ErrorCode } from '../errors.ts'
@@ -322,8 +322,9 @@ export function createRateLimiter(
 
   function bodyHookFor(method: string, template: string): RateLimitHook | undefined {
     const route = routeKey(method, template)
-    const accountPolicy = route in ACCOUNT_ROUTES ? accounts?.routes.get(route) : undefined
-    const sendsMessages = MESSAGE_ROUTES.includes(route) && (budgets?.email !== undefined || budgets?.sms !== undefined)
+    const accountPolicy = accounts?.routes.get(route)
+    const sendsMessages =
+      budgets?.routes.has(route) === true && (budgets.email !== undefined || budgets.sms !== undefined)
     if (accountPolicy === undefined && !sendsMessages) return undefined
     const accountBucket = 'acct|' + bucketName(template) + '|'
     const passwordOnly = route === 'POST /token'

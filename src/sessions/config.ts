@@ -1,5 +1,5 @@
 import { parseDuration, parseOrigins } from '../config.ts'
-import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
+import { AuthgateConfigError, envValue, isOff, parseBoolean, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
 import { loadRedisConnection, type RedisSettings } from '../ratelimit/config.ts'
 import { parseSessionKeys, type SessionKey } from './crypto.ts'
@@ -134,7 +134,7 @@ const ENV_OPTION_NAMES = {
 export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = []): SessionConfig | undefined {
   const setting = (name: string) => settingValue(env, name)!
   const mode = setting('AUTHGATE_SESSIONS').toLowerCase()
-  if (mode === 'off') return undefined
+  if (isOff(mode)) return undefined
   if (mode !== 'on' && mode !== 'request')
     throw new AuthgateConfigError('AUTHGATE_SESSIONS', `must be "off", "on" or "request", got ${JSON.stringify(mode)}`)
   const rawKeys = envValue(env, 'AUTHGATE_SESSION_KEYS')
@@ -143,9 +143,7 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
       'AUTHGATE_SESSION_KEYS',
       'cookie sessions need an encryption key: `<id>:<32 bytes in base64>` (e.g. `k1:` + `openssl rand -base64 32`)',
     )
-  const secureRaw = setting('AUTHGATE_SESSION_COOKIE_SECURE').toLowerCase()
-  if (secureRaw !== 'true' && secureRaw !== 'false')
-    throw new AuthgateConfigError('AUTHGATE_SESSION_COOKIE_SECURE', `must be true or false, got ${secureRaw}`)
+  const secure = parseBoolean('AUTHGATE_SESSION_COOKIE_SECURE', setting('AUTHGATE_SESSION_COOKIE_SECURE'))
   const originsRaw = envValue(env, 'AUTHGATE_SESSION_ORIGINS')
   const allowedOrigins = originsRaw
     ? parseOrigins('AUTHGATE_SESSION_ORIGINS', originsRaw)
@@ -174,14 +172,12 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
       mode,
       keys: parseSessionKeys('AUTHGATE_SESSION_KEYS', rawKeys),
       cookieName: setting('AUTHGATE_SESSION_COOKIE_NAME'),
-      secure: secureRaw === 'true',
+      secure,
       lifetimeMs: parseDuration('AUTHGATE_SESSION_LIFETIME', setting('AUTHGATE_SESSION_LIFETIME')),
       idleTimeoutMs: parseDuration('AUTHGATE_SESSION_IDLE_TIMEOUT', setting('AUTHGATE_SESSION_IDLE_TIMEOUT')),
       allowedOrigins,
       revalidateMs: parseDuration('AUTHGATE_SESSION_REVALIDATE', setting('AUTHGATE_SESSION_REVALIDATE')),
-      ...(consentRaw.toLowerCase() === 'off'
-        ? {}
-        : { oauthConsentMs: parseDuration('AUTHGATE_SESSION_OAUTH_CONSENT', consentRaw) }),
+      ...(isOff(consentRaw) ? {} : { oauthConsentMs: parseDuration('AUTHGATE_SESSION_OAUTH_CONSENT', consentRaw) }),
       store,
     },
     ENV_OPTION_NAMES,
