@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
-import { enabledRoutes, routeName } from './auth/routes/index.ts'
+import { enabledRoutes, LIMITABLE_ROUTES, routeName } from './auth/routes/index.ts'
 import {
   backendOptions,
   CORE_OPTIONS,
@@ -18,6 +18,7 @@ import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
 import { autoconfirmLookup } from './ratelimit/autoconfirm.ts'
+import { resolveRateLimitOptions, type RateLimitOptions } from './ratelimit/options.ts'
 import { DEVICE_COOKIE } from './ratelimit/device-cookie.ts'
 import { createSessionGate, documentCookieAccess, type SessionGate, type SessionOptions } from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
@@ -96,9 +97,12 @@ export interface AuthgatePluginOptions {
   config?: Partial<Omit<GatewayConfig, 'backendUrl'>> & { backendUrl?: URL | string }
   /**
    * Rate limiting (docs/rate-limiting.md). Default: the sign-in and sign-up routes and MFA
-   * challenge and verify at 30 per 5 minutes per client, in memory. `false` turns it off.
+   * challenge and verify at 30 per 5 minutes per client, in memory. `false` turns it off. Options
+   * are the rate-limit settings in code's types (`{ rate: '10/1m', redisUrl }`), checked as the
+   * environment's are; anything left out takes the documented default. A configuration the
+   * service read (`RateLimitConfig`) is taken as it is.
    */
-  rateLimit?: RateLimitConfig | false
+  rateLimit?: RateLimitOptions | RateLimitConfig | false
   /** Where buckets live instead of the store the rate-limit configuration selects (a custom store; a cluster worker's). */
   rateLimitStore?: RateLimitStore
   /**
@@ -143,6 +147,14 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
   return sendError(request, reply, code, code === 'unexpected_failure' ? undefined : err.message)
 }
 
+/** The rate-limit configuration of the options: resolved from code's options, or the service's own. */
+function rateLimitConfig(given: AuthgatePluginOptions['rateLimit']): RateLimitConfig | undefined {
+  if (given === false) return undefined
+  if (given === undefined) return loadRateLimitSettings()
+  if ('routes' in given && given.routes instanceof Map) return given as RateLimitConfig
+  return resolveRateLimitOptions(given as RateLimitOptions, LIMITABLE_ROUTES)
+}
+
 /**
  * The auth routes under the prefix, with their body reader, validator, error mapping and not-found
  * answer in a context of their own: the application's routes keep Fastify's stock behaviour.
@@ -156,7 +168,7 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
   const sessions = options.sessions
     ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
     : undefined
-  const rateLimit = options.rateLimit === false ? undefined : (options.rateLimit ?? loadRateLimitSettings())
+  const rateLimit = rateLimitConfig(options.rateLimit)
   const ownCookies: string[] = []
   if (sessions) ownCookies.push(sessions.sessions.config.cookieName)
   if (rateLimit?.accounts?.deviceCookie) ownCookies.push(DEVICE_COOKIE)
