@@ -1,6 +1,8 @@
 import { parseDuration, parseOrigins } from '../config.ts'
 import { AuthgateConfigError, envValue, isOff, parseBoolean, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
+import { refuseUnknownOptions } from '../config/known-options.ts'
+import { boolean, duration, list, text } from '../config/values.ts'
 import { loadRedisConnection, type RedisSettings } from '../ratelimit/config.ts'
 import { parseSessionKeys, type SessionKey } from './crypto.ts'
 
@@ -61,6 +63,8 @@ const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
 /** Checks the options and fills in the defaults; a bad value is an `AuthgateConfigError` naming the option. */
 export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAMES): SessionConfig {
+  // From code (the environment's reader builds its object itself): every option is known and of its type.
+  if (names === OPTION_NAMES) checkSessionOptions(options)
   const keys = options.keys.map((k) => (typeof k === 'string' ? parseSessionKeys(names.keys, k)[0]! : k))
   if (keys.length === 0) throw new AuthgateConfigError(names.keys, 'cookie sessions need at least one key')
   const ids = new Set<string>()
@@ -102,6 +106,36 @@ export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAM
     revalidateMs,
     oauthConsentMs,
     store: options.store ?? { kind: 'memory', maxEntries: 100_000 },
+  }
+}
+
+// Each option given in code and the value type its variable is read with (src/config/values.ts).
+const CODE_CHECKS: { readonly [K in keyof SessionOptions]-?: ((name: string, v: unknown) => unknown) | null } = {
+  mode: (name, v) =>
+    v === 'on' || v === 'request' ? v : fail(name, `must be "on" or "request", got ${JSON.stringify(v)}`),
+  keys: (name, v) =>
+    Array.isArray(v) ? v : fail(name, `must be an array of keys ("id:base64"), got ${JSON.stringify(v)}`),
+  cookieName: text.check,
+  secure: boolean.check,
+  lifetimeMs: duration().check,
+  idleTimeoutMs: duration().check,
+  allowedOrigins: list(parseOrigins).check,
+  revalidateMs: duration().check,
+  oauthConsentMs: duration().check,
+  // The store's shape is the type's to check (tests and custom stores build it).
+  store: null,
+}
+
+const fail = (name: string, message: string): never => {
+  throw new AuthgateConfigError(name, message)
+}
+
+/** Refuses an unknown option (with its did-you-mean) and a value of the wrong type, naming it. */
+function checkSessionOptions(options: SessionOptions): void {
+  refuseUnknownOptions(options, Object.keys(CODE_CHECKS), 'sessions.')
+  for (const [key, value] of Object.entries(options)) {
+    const check = CODE_CHECKS[key as keyof SessionOptions]
+    if (value !== undefined && check !== null) check(`sessions.${key}`, value)
   }
 }
 
