@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { AuthgateConfigError } from '../../src/config.ts'
+import { resolveOpenApiConfig } from '../../src/docs-server/config.ts'
 import { resolveServicesConfig } from '../../src/services/config.ts'
 import { resolveSessionConfig, type SessionOptions } from '../../src/sessions/config.ts'
 
@@ -35,5 +36,13 @@ test('services: an unknown option, with the one meant', () => {
     () => resolveServicesConfig({ supabaseURL: 'https://x.supabase.co' } as never),
     'services.supabaseURL',
     /did you mean services\.supabaseUrl\?/,
+  )
+})
+
+test('documentation: an unknown option, with the one meant', () => {
+  refused(
+    () => resolveOpenApiConfig({ docPath: '/ref' } as never),
+    'openapi.docPath',
+    /did you mean openapi\.docsPath\?/,
   )
 })
