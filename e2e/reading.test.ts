@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import { AUTH_ROUTES, routeName, type AuthRoute } from '../src/auth/routes/index.ts'
-import { ACCOUNT_ROUTES } from '../src/ratelimit/abuse-config.ts'
+import { AUTH_ROUTES, LIMITABLE_ROUTES, routeName, type AuthRoute } from '../src/auth/routes/index.ts'
 import { loadRateLimitSettings } from '../src/settings.ts'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
 import { asRelayed, decisionOf, type Decision } from './support/relayed-answer.ts'
@@ -345,7 +344,7 @@ describe('one reading of a request, the backend’s, field by field from the rou
     ]
   }
 
-  for (const route of Object.keys(ACCOUNT_ROUTES)) {
+  for (const route of LIMITABLE_ROUTES.filter((r) => r.account !== undefined).map((r) => r.key)) {
     it(`${route}: the spent limit of an account holds whatever the spelling`, needsBackend, async () => {
       const path = route.split(' ')[1]!
       const victim = `victim-${path.slice(1)}-${process.pid}@example.com`

@@ -28,6 +28,7 @@ import { createRegistry } from './openapi/index.ts'
 import { enabledRoutes } from './auth/routes/index.ts'
 import { unrouted } from './auth/mount.ts'
 import { authgate, type AuthgatePluginOptions } from './plugin.ts'
+import { refuseUnknownOptions } from './config/known-options.ts'
 import type { RateLimiter } from './ratelimit/index.ts'
 import type { ProtectOptions } from './protect/index.ts'
 import type { ServicesConfig, ServicesOptions } from './services/config.ts'
@@ -82,6 +83,25 @@ export interface AuthgateOptions extends Omit<AuthgatePluginOptions, 'config'> {
    */
   services?: ServicesOptions | ServicesConfig | undefined
 }
+
+// Every key of AuthgateOptions, checked complete by the type.
+const APP_OPTIONS = Object.keys({
+  config: true,
+  rateLimit: true,
+  rateLimitStore: true,
+  sessions: true,
+  sessionStore: true,
+  logger: true,
+  fastify: true,
+  openapi: true,
+  protect: true,
+  processMetrics: true,
+  clusterMetrics: true,
+  refuseEarly: true,
+  tracing: true,
+  answerUnrouted: true,
+  services: true,
+} satisfies Record<keyof AuthgateOptions, true>)
 
 /** What the service adds around the plugin: readiness (turned off first on shutdown) and the metrics. */
 export interface AuthgateService {
@@ -143,6 +163,7 @@ function claimPath(app: FastifyInstance, variable: string, path: string): void {
  * instance before `listen`; those keep Fastify's stock behaviour.
  */
 export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyInstance> {
+  refuseUnknownOptions(options, APP_OPTIONS)
   const config = resolveConfig(options.config)
   const keywords = openApiAjvOptions(options.fastify?.ajv)
   const server = { ...serverOptions(config, options), ajv: keywords.ajv }

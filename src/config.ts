@@ -1,17 +1,46 @@
-import { isIP } from 'node:net'
-import { OPTIONAL_GROUPS, type OptionalGroup } from './core/route-groups.ts'
+import type { OptionalGroup } from './core/route-groups.ts'
 
 /**
  * Configuration from environment variables, validated eagerly (the habit of undici's constructors):
  * a bad value stops the service with a message that names the variable. The variable names are the
  * public interface; `src/config/schema.ts` lists them with their defaults (README table, `--help`).
  */
-import { AuthgateConfigError, envValue, OFF_WORDS, parseIntIn, type Env } from './config/env.ts'
+import { AuthgateConfigError, envValue, parseBoolean, parseIntIn, type Env } from './config/env.ts'
 import { settingValue, unknownVariables } from './config/schema.ts'
-import { parseServePath } from './config/serve-path.ts'
-import { normaliseBackendUrl, type BackendOptions } from './core/backend.ts'
+import {
+  backendUrl,
+  boolean,
+  duration,
+  integer,
+  list,
+  logLevel,
+  parseCidrList,
+  parseDisabledGroups,
+  parseHeaderName,
+  parseHost,
+  parseOrigins,
+  parseTracing,
+  pathOrOff,
+  prefix,
+  size,
+  text,
+  textWith,
+  type SettingValue,
+} from './config/values.ts'
+import { refuseUnknownOptions } from './config/known-options.ts'
+import type { BackendOptions } from './core/backend.ts'
 
-export { AuthgateConfigError, parseIntIn, type Env }
+export { AuthgateConfigError, parseBoolean, parseIntIn, type Env }
+export {
+  parseBackendUrl,
+  parseCidrList,
+  parseDisabledGroups,
+  parseDuration,
+  parseHost,
+  parseOrigins,
+  parsePrefix,
+  parseSize,
+} from './config/values.ts'
 
 export interface CoreConfig {
   port: number
@@ -73,227 +102,62 @@ export interface CoreConfig {
   shutdownDelayMs: number
 }
 
-const SIZE = /^(\d+)\s*(b|kb|kib|mb|mib|k|m)?$/i
-const UNITS: Record<string, number> = {
-  b: 1,
-  k: 1024,
-  kb: 1000,
-  kib: 1024,
-  m: 1024 ** 2,
-  mb: 1000 ** 2,
-  mib: 1024 ** 2,
-}
-
-export function parseSize(variable: string, raw: string): number {
-  const m = SIZE.exec(raw.trim())
-  if (!m)
-    throw new AuthgateConfigError(variable, `expected a size like 1048576, 512kb or 1mib, got ${JSON.stringify(raw)}`)
-  const n = Number(m[1]) * UNITS[(m[2] ?? 'b').toLowerCase()]!
-  if (!Number.isSafeInteger(n) || n <= 0)
-    throw new AuthgateConfigError(variable, `must be a positive size, got ${JSON.stringify(raw)}`)
-  return n
-}
-
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/
-const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-/** Longest duration a Node.js timer takes. */
-const MAX_DURATION_MS = 2 ** 31 - 1
-
 /**
- * `500ms`, `10s`, `5m`, `1h`. The unit is required: a bare `10` could mean seconds to the reader and
- * milliseconds to the program. Zero only where `allowZero` says it means something.
+ * One descriptor per core option: its variable (whose default, group and help are in
+ * src/config/schema.ts) and how its value is read, from the variable's text and from code. The
+ * environment path (`fromEnv`), the code path (`checkOption`) and the errors' names all derive
+ * from this table; an option is written here once.
  */
-export function parseDuration(variable: string, raw: string, options: { allowZero?: boolean } = {}): number {
-  const v = raw.trim()
-  if (/^\d+(\.\d+)?$/.test(v))
-    throw new AuthgateConfigError(
-      variable,
-      `needs a unit (ms, s, m or h), e.g. ${v}s or ${v}ms; got ${JSON.stringify(raw)}`,
-    )
-  const m = DURATION.exec(v)
-  if (!m)
-    throw new AuthgateConfigError(variable, `expected a duration like 10s, 500ms or 5m, got ${JSON.stringify(raw)}`)
-  const ms = Math.round(Number(m[1]) * DURATION_MS[m[2]!]!)
-  if (!Number.isFinite(ms) || ms < 0 || (ms === 0 && !options.allowZero))
-    throw new AuthgateConfigError(variable, `must be a positive duration, got ${JSON.stringify(raw)}`)
-  if (ms > MAX_DURATION_MS)
-    throw new AuthgateConfigError(variable, `must be at most 24 days, got ${JSON.stringify(raw)}`)
-  return ms
+interface CoreSetting<T> {
+  variable: string
+  value: SettingValue<T>
+  /** Code may give `undefined` (no such thing): the option has no default. */
+  optional?: true
+  /** A blank variable is a value (AUTHGATE_PREFIX= means no prefix), not the default. */
+  blankIsValue?: true
 }
 
-/** The backend base URL, normalised once for every caller (src/core/backend.ts). */
-export function parseBackendUrl(variable: string, raw: string | URL): URL {
-  return normaliseBackendUrl(variable, raw)
+const CORE_SETTINGS: { readonly [K in keyof CoreConfig]-?: CoreSetting<CoreConfig[K]> } = {
+  port: { variable: 'PORT', value: integer(0, 65535) },
+  host: { variable: 'HOST', value: textWith(parseHost) },
+  backendUrl: { variable: 'AUTHGATE_BACKEND_URL', value: backendUrl },
+  prefix: { variable: 'AUTHGATE_PREFIX', value: prefix, blankIsValue: true },
+  bodyLimit: { variable: 'AUTHGATE_BODY_LIMIT', value: size },
+  backendTimeoutMs: { variable: 'AUTHGATE_BACKEND_TIMEOUT', value: duration() },
+  trustedProxies: { variable: 'AUTHGATE_TRUSTED_PROXIES', value: list(parseCidrList) },
+  logLevel: { variable: 'AUTHGATE_LOG_LEVEL', value: logLevel },
+  backendConnections: { variable: 'AUTHGATE_BACKEND_CONNECTIONS', value: integer(1, 65535) },
+  cacheTtlMs: { variable: 'AUTHGATE_CACHE_TTL', value: duration(true) },
+  disabledGroups: { variable: 'AUTHGATE_DISABLED_GROUPS', value: list(parseDisabledGroups) },
+  backendApiKey: { variable: 'AUTHGATE_BACKEND_APIKEY', value: text, optional: true },
+  backendConnectTimeoutMs: { variable: 'AUTHGATE_BACKEND_CONNECT_TIMEOUT', value: duration() },
+  corsOrigins: { variable: 'AUTHGATE_CORS_ORIGINS', value: list(parseOrigins) },
+  maxHeaderSize: { variable: 'AUTHGATE_MAX_HEADER_SIZE', value: size },
+  headerTimeoutMs: { variable: 'AUTHGATE_HEADER_TIMEOUT', value: duration() },
+  requestTimeoutMs: { variable: 'AUTHGATE_REQUEST_TIMEOUT', value: duration() },
+  keepAliveTimeoutMs: { variable: 'AUTHGATE_KEEP_ALIVE_TIMEOUT', value: duration() },
+  maxRequestsPerSocket: { variable: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET', value: integer(0, 1_000_000) },
+  maxConnections: { variable: 'AUTHGATE_MAX_CONNECTIONS', value: integer(0, 10_000_000) },
+  socketTimeoutMs: { variable: 'AUTHGATE_SOCKET_TIMEOUT', value: duration(true) },
+  requestIdHeader: { variable: 'AUTHGATE_REQUEST_ID_HEADER', value: textWith(parseHeaderName) },
+  clientIpHeader: { variable: 'AUTHGATE_CLIENT_IP_HEADER', value: textWith(parseHeaderName) },
+  metricsPath: { variable: 'AUTHGATE_METRICS_PATH', value: pathOrOff },
+  metricsPort: { variable: 'AUTHGATE_METRICS_PORT', value: integer(0, 65535), optional: true },
+  livenessPath: { variable: 'AUTHGATE_LIVENESS_PATH', value: pathOrOff },
+  readinessPath: { variable: 'AUTHGATE_READINESS_PATH', value: pathOrOff },
+  shutdownTimeoutMs: { variable: 'AUTHGATE_SHUTDOWN_TIMEOUT', value: duration() },
+  shutdownDelayMs: { variable: 'AUTHGATE_SHUTDOWN_DELAY', value: duration(true) },
+  readinessFollowsDependencies: { variable: 'AUTHGATE_READINESS_FOLLOWS_DEPENDENCIES', value: boolean },
+  tracing: { variable: 'AUTHGATE_TRACING', value: textWith(parseTracing) },
 }
 
-export function parsePrefix(variable: string, raw: string): string {
-  const p = raw.trim()
-  if (p === '' || p === '/') return ''
-  if (!p.startsWith('/')) throw new AuthgateConfigError(variable, `must start with "/", got ${JSON.stringify(raw)}`)
-  const trimmed = p.replace(/\/+$/, '')
-  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(trimmed))
-    throw new AuthgateConfigError(
-      variable,
-      `must be plain path segments like /auth or /auth/v1, got ${JSON.stringify(raw)}`,
-    )
-  return trimmed
+const ENV_NAMES = Object.fromEntries(Object.entries(CORE_SETTINGS).map(([k, d]) => [k, d.variable])) as {
+  readonly [K in keyof CoreConfig]: string
 }
 
-/**
- * A listening address: an IP address or a host name (RFC 1123 labels). Checked here so that a typo
- * is a configuration error naming HOST, not a resolver failure with a stack trace at listen.
- */
-export function parseHost(variable: string, raw: string): string {
-  const h = raw.trim()
-  const label = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/
-  const name =
-    h.length <= 253 &&
-    h
-      .replace(/\.$/, '')
-      .split('.')
-      .every((l) => label.test(l))
-  if (isIP(h) === 0 && !name)
-    throw new AuthgateConfigError(
-      variable,
-      `not an IP address or host name: ${JSON.stringify(raw)} (e.g. 0.0.0.0 for every IPv4 interface, :: for every interface, 127.0.0.1, localhost)`,
-    )
-  return h
-}
+/** The names of the core options, as code gives them. */
+export const CORE_OPTIONS: readonly string[] = Object.keys(ENV_NAMES)
 
-const IPV4 = /^(\d{1,3})(\.\d{1,3}){3}$/
-export function parseCidrList(variable: string, raw: string): string[] {
-  const items = raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
-  for (const item of items) {
-    const [addr, bits, extra] = item.split('/')
-    const ok =
-      extra === undefined &&
-      addr !== undefined &&
-      (IPV4.test(addr)
-        ? addr.split('.').every((o) => Number(o) <= 255) &&
-          (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= 32))
-        : addr.includes(':') &&
-          /^[0-9a-fA-F:.]+$/.test(addr) &&
-          (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= 128)))
-    if (!ok) throw new AuthgateConfigError(variable, `not an IP address or CIDR range: ${JSON.stringify(item)}`)
-  }
-  return items
-}
-
-/** `true`/`false` (also `on`/`off`, `yes`/`no`, `1`/`0`). */
-export function parseBoolean(variable: string, raw: string): boolean {
-  const v = raw.trim().toLowerCase()
-  if (['true', 'on', 'yes', '1'].includes(v)) return true
-  if (['false', 'off', 'no', '0'].includes(v)) return false
-  throw new AuthgateConfigError(variable, `expected true or false, got ${JSON.stringify(raw)}`)
-}
-
-/** `sso, MFA` → `['sso', 'mfa']`; an unknown name or `core` stops start-up. */
-export function parseDisabledGroups(variable: string, raw: string): OptionalGroup[] {
-  const out: OptionalGroup[] = []
-  for (const item of raw
-    .split(',')
-    .map((s) => s.trim().toLowerCase())
-    .filter(Boolean)) {
-    if (item === 'core') throw new AuthgateConfigError(variable, 'the core group cannot be disabled')
-    if (!(OPTIONAL_GROUPS as string[]).includes(item))
-      throw new AuthgateConfigError(
-        variable,
-        `unknown group ${JSON.stringify(item)} (known: ${OPTIONAL_GROUPS.join(', ')})`,
-      )
-    if (!out.includes(item as OptionalGroup)) out.push(item as OptionalGroup)
-  }
-  return out
-}
-
-/** `off` (the words that turn a feature off) or `otlp`. */
-function parseTracing(variable: string, raw: string): CoreConfig['tracing'] {
-  const value = raw.trim().toLowerCase()
-  if (value === 'otlp') return 'otlp'
-  if (OFF_WORDS.has(value)) return 'off'
-  throw new AuthgateConfigError(variable, `expected off or otlp, got ${JSON.stringify(raw)}`)
-}
-
-const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-
-/** `*`, or a comma list of origins (`scheme://host[:port]`, nothing else). */
-export function parseOrigins(variable: string, raw: string): string[] {
-  const items = raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
-  if (items.includes('*')) {
-    if (items.length > 1) throw new AuthgateConfigError(variable, '`*` cannot be combined with other origins')
-    return ['*']
-  }
-  return items.map((item) => {
-    let url: URL
-    try {
-      url = new URL(item)
-    } catch {
-      throw new AuthgateConfigError(
-        variable,
-        `not an origin: ${JSON.stringify(item)} (expected e.g. https://app.example.com)`,
-      )
-    }
-    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== item.replace(/\/$/, ''))
-      throw new AuthgateConfigError(
-        variable,
-        `not an origin: ${JSON.stringify(item)} (scheme, host and port only, e.g. https://app.example.com)`,
-      )
-    return url.origin
-  })
-}
-
-/** A header field name (RFC 9110 token), lower-cased. */
-function parseHeaderName(variable: string, raw: string): string {
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(raw))
-    throw new AuthgateConfigError(variable, `not a header name: ${JSON.stringify(raw)}`)
-  return raw.toLowerCase()
-}
-
-function servePathOrOff(variable: string, raw: string): string | false {
-  return OFF_WORDS.has(raw.toLowerCase()) ? false : parseServePath(variable, raw)
-}
-
-/** The environment variable of each core option, so that an error names what the user set. */
-const ENV_NAMES: { readonly [K in keyof CoreConfig]-?: string } = {
-  port: 'PORT',
-  host: 'HOST',
-  backendUrl: 'AUTHGATE_BACKEND_URL',
-  prefix: 'AUTHGATE_PREFIX',
-  bodyLimit: 'AUTHGATE_BODY_LIMIT',
-  backendTimeoutMs: 'AUTHGATE_BACKEND_TIMEOUT',
-  trustedProxies: 'AUTHGATE_TRUSTED_PROXIES',
-  logLevel: 'AUTHGATE_LOG_LEVEL',
-  backendConnections: 'AUTHGATE_BACKEND_CONNECTIONS',
-  cacheTtlMs: 'AUTHGATE_CACHE_TTL',
-  disabledGroups: 'AUTHGATE_DISABLED_GROUPS',
-  backendApiKey: 'AUTHGATE_BACKEND_APIKEY',
-  backendConnectTimeoutMs: 'AUTHGATE_BACKEND_CONNECT_TIMEOUT',
-  corsOrigins: 'AUTHGATE_CORS_ORIGINS',
-  maxHeaderSize: 'AUTHGATE_MAX_HEADER_SIZE',
-  headerTimeoutMs: 'AUTHGATE_HEADER_TIMEOUT',
-  requestTimeoutMs: 'AUTHGATE_REQUEST_TIMEOUT',
-  keepAliveTimeoutMs: 'AUTHGATE_KEEP_ALIVE_TIMEOUT',
-  maxRequestsPerSocket: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET',
-  maxConnections: 'AUTHGATE_MAX_CONNECTIONS',
-  socketTimeoutMs: 'AUTHGATE_SOCKET_TIMEOUT',
-  requestIdHeader: 'AUTHGATE_REQUEST_ID_HEADER',
-  clientIpHeader: 'AUTHGATE_CLIENT_IP_HEADER',
-  metricsPath: 'AUTHGATE_METRICS_PATH',
-  metricsPort: 'AUTHGATE_METRICS_PORT',
-  livenessPath: 'AUTHGATE_LIVENESS_PATH',
-  readinessPath: 'AUTHGATE_READINESS_PATH',
-  shutdownTimeoutMs: 'AUTHGATE_SHUTDOWN_TIMEOUT',
-  shutdownDelayMs: 'AUTHGATE_SHUTDOWN_DELAY',
-  readinessFollowsDependencies: 'AUTHGATE_READINESS_FOLLOWS_DEPENDENCIES',
-  tracing: 'AUTHGATE_TRACING',
-}
-
-/** What code may pass: any core option, the backend URL also as a string. */
 /**
  * The options of the one connection to Supabase Auth, from the configuration: the service, the
  * plugin and the doctor build their `SupabaseAuthClient` from these, so each sends the same
@@ -327,49 +191,12 @@ export type CoreConfigInput = Partial<Omit<CoreConfig, 'backendUrl'>> & { backen
 
 /** The options given in the environment, parsed from their text; absent ones are left out. */
 function fromEnv(env: Env): CoreConfigInput {
-  const out: CoreConfigInput = {}
-  const get = (key: keyof CoreConfig) => envValue(env, ENV_NAMES[key])
-  const each = <K extends keyof CoreConfig>(key: K, parse: (variable: string, raw: string) => CoreConfigInput[K]) => {
-    const raw = get(key)
-    if (raw !== undefined) out[key] = parse(ENV_NAMES[key], raw)
+  const out: Record<string, unknown> = {}
+  for (const [key, d] of Object.entries(CORE_SETTINGS) as Array<[string, CoreSetting<unknown>]>) {
+    const raw = d.blankIsValue === true ? env[d.variable] : envValue(env, d.variable)
+    if (raw !== undefined) out[key] = d.value.parse(d.variable, raw)
   }
-  const duration = (variable: string, raw: string) => parseDuration(variable, raw)
-  const durationOrZero = (variable: string, raw: string) => parseDuration(variable, raw, { allowZero: true })
-  const int = (min: number, max: number) => (variable: string, raw: string) => parseIntIn(variable, raw, min, max)
-  const pathOrOff = (variable: string, raw: string) => servePathOrOff(variable, raw)
-  each('port', int(0, 65535))
-  each('host', parseHost)
-  each('backendUrl', parseBackendUrl)
-  // An empty AUTHGATE_PREFIX means no prefix, not the default.
-  if (env.AUTHGATE_PREFIX !== undefined) out.prefix = parsePrefix('AUTHGATE_PREFIX', env.AUTHGATE_PREFIX)
-  each('bodyLimit', parseSize)
-  each('backendTimeoutMs', duration)
-  each('trustedProxies', parseCidrList)
-  each('logLevel', (_, raw) => raw)
-  each('backendConnections', int(1, 65535))
-  each('cacheTtlMs', (variable, raw) => (raw === '0' || raw.toLowerCase() === 'off' ? 0 : parseDuration(variable, raw)))
-  each('disabledGroups', parseDisabledGroups)
-  each('backendApiKey', (_, raw) => raw)
-  each('backendConnectTimeoutMs', duration)
-  each('corsOrigins', parseOrigins)
-  each('maxHeaderSize', parseSize)
-  each('headerTimeoutMs', duration)
-  each('requestTimeoutMs', duration)
-  each('keepAliveTimeoutMs', duration)
-  each('maxRequestsPerSocket', int(0, 1_000_000))
-  each('maxConnections', int(0, 10_000_000))
-  each('socketTimeoutMs', (variable, raw) => (raw === '0' ? 0 : parseDuration(variable, raw)))
-  each('requestIdHeader', parseHeaderName)
-  each('clientIpHeader', parseHeaderName)
-  each('metricsPath', pathOrOff)
-  each('metricsPort', int(0, 65535))
-  each('livenessPath', pathOrOff)
-  each('readinessPath', pathOrOff)
-  each('shutdownTimeoutMs', duration)
-  each('shutdownDelayMs', durationOrZero)
-  each('readinessFollowsDependencies', parseBoolean)
-  each('tracing', parseTracing)
-  return out
+  return out as CoreConfigInput
 }
 
 let defaults: CoreConfig | undefined
@@ -398,118 +225,16 @@ function coreDefaults(): CoreConfig {
 
 const resolved = new WeakSet<CoreConfig>()
 
+/** Whether `config` is what resolveConfig returned (the service hands its own to the plugin). */
+export function isResolvedConfig(config: object | undefined): boolean {
+  return config !== undefined && resolved.has(config as CoreConfig)
+}
+
 /** Checks one option's value as code gives it, with the same rules as its environment variable. */
 function checkOption<K extends keyof CoreConfig>(key: K, value: unknown, name: string): CoreConfig[K] {
-  const fail = (message: string): never => {
-    throw new AuthgateConfigError(name, message)
-  }
-  const integer = (min: number, max: number) => {
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
-      fail(`must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`)
-    return value
-  }
-  const duration = (allowZero: boolean) => {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (value === 0 && !allowZero))
-      fail(`must be a ${allowZero ? 'non-negative' : 'positive'} number of milliseconds, got ${JSON.stringify(value)}`)
-    if ((value as number) > MAX_DURATION_MS) fail(`must be at most 24 days, got ${String(value)} ms`)
-    return value
-  }
-  const list = () => {
-    if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
-      fail(`must be an array of strings, got ${JSON.stringify(value)}`)
-    return (value as string[]).join(',')
-  }
-  const pathOrOff = () => {
-    if (value === false) return false
-    if (typeof value !== 'string') fail(`must be a path or false, got ${JSON.stringify(value)}`)
-    return parseServePath(name, value as string)
-  }
-  const text = () => {
-    if (typeof value !== 'string' || value.trim() === '')
-      fail(`must be a non-empty string, got ${JSON.stringify(value)}`)
-    return value as string
-  }
-  let out: unknown
-  switch (key) {
-    case 'port':
-      out = integer(0, 65535)
-      break
-    case 'metricsPort':
-      out = value === undefined ? undefined : integer(0, 65535)
-      break
-    case 'backendConnections':
-      out = integer(1, 65535)
-      break
-    case 'maxRequestsPerSocket':
-      out = integer(0, 1_000_000)
-      break
-    case 'maxConnections':
-      out = integer(0, 10_000_000)
-      break
-    case 'bodyLimit':
-    case 'maxHeaderSize':
-      out = integer(1, Number.MAX_SAFE_INTEGER)
-      break
-    case 'cacheTtlMs':
-    case 'shutdownDelayMs':
-    case 'socketTimeoutMs':
-      out = duration(true)
-      break
-    case 'backendTimeoutMs':
-    case 'backendConnectTimeoutMs':
-    case 'headerTimeoutMs':
-    case 'requestTimeoutMs':
-    case 'keepAliveTimeoutMs':
-    case 'shutdownTimeoutMs':
-      out = duration(false)
-      break
-    case 'readinessFollowsDependencies':
-      if (typeof value !== 'boolean') fail(`must be true or false, got ${JSON.stringify(value)}`)
-      out = value
-      break
-    case 'tracing':
-      out = parseTracing(name, text())
-      break
-    case 'host':
-      out = parseHost(name, text())
-      break
-    case 'backendApiKey':
-      out = value === undefined ? undefined : text()
-      break
-    case 'backendUrl':
-      if (!(value instanceof URL) && typeof value !== 'string') fail(`must be a URL, got ${JSON.stringify(value)}`)
-      out = normaliseBackendUrl(name, value as URL | string)
-      break
-    case 'prefix':
-      if (typeof value !== 'string') fail(`must be a string like /auth, got ${JSON.stringify(value)}`)
-      out = parsePrefix(name, value as string)
-      break
-    case 'logLevel':
-      if (typeof value !== 'string' || !LOG_LEVELS.has(value)) fail(`must be one of ${[...LOG_LEVELS].join(', ')}`)
-      out = value
-      break
-    case 'trustedProxies':
-      out = parseCidrList(name, list())
-      break
-    case 'corsOrigins':
-      out = parseOrigins(name, list())
-      break
-    case 'disabledGroups':
-      out = parseDisabledGroups(name, list())
-      break
-    case 'requestIdHeader':
-    case 'clientIpHeader':
-      out = parseHeaderName(name, text())
-      break
-    case 'metricsPath':
-    case 'livenessPath':
-    case 'readinessPath':
-      out = pathOrOff()
-      break
-    default:
-      fail('is not a core option')
-  }
-  return out as CoreConfig[K]
+  const d = CORE_SETTINGS[key] as CoreSetting<CoreConfig[K]>
+  if (value === undefined && d.optional === true) return undefined as CoreConfig[K]
+  return d.value.check(name, value)
 }
 
 /**
@@ -525,8 +250,8 @@ export function resolveConfig(
   if (resolved.has(input as CoreConfig)) return input as CoreConfig
   const config: CoreConfig = { ...coreDefaults() }
   const target = config as unknown as Record<string, unknown>
+  refuseUnknownOptions(input, CORE_OPTIONS)
   for (const [key, value] of Object.entries(input)) {
-    if (!(key in ENV_NAMES)) throw new AuthgateConfigError(nameOf(key as keyof CoreConfig), 'is not a core option')
     if (value === undefined && key !== 'backendApiKey' && key !== 'metricsPort') continue
     target[key] = checkOption(key as keyof CoreConfig, value, nameOf(key as keyof CoreConfig))
   }

@@ -21,6 +21,7 @@ export { ROUTE_GROUPS, OPTIONAL_GROUPS, type RouteGroup, type OptionalGroup } fr
 // Rate limiting and its stores.
 export type { RateLimiter, RateLimiterOptions, RateLimitCounters } from './ratelimit/limiter.ts'
 export type { RateLimitConfig, RedisSettings } from './ratelimit/config.ts'
+export type { RateLimitOptions } from './ratelimit/options.ts'
 export { MemoryStore, type MemoryStoreOptions } from './ratelimit/memory-store.ts'
 export { RedisStore } from './ratelimit/redis-store.ts'
 export { parseRate, type RateLimitPolicy } from './ratelimit/policy.ts'

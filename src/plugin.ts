@@ -3,18 +3,27 @@ import fp from 'fastify-plugin'
 import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
-import { enabledRoutes, routeName } from './auth/routes/index.ts'
-import { backendOptions, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
+import { enabledRoutes, LIMITABLE_ROUTES, routeName } from './auth/routes/index.ts'
+import {
+  backendOptions,
+  CORE_OPTIONS,
+  isResolvedConfig,
+  resolveConfig,
+  type CoreConfig,
+  type CoreConfigInput,
+} from './config.ts'
 import { SupabaseAuthClient } from './core/backend.ts'
 import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
 import { registerCors } from './http/cors.ts'
 import { Forwarder } from './proxy/forwarder.ts'
 import { createRateLimiter, type RateLimitConfig, type RateLimiter, type RateLimitStore } from './ratelimit/index.ts'
 import { autoconfirmLookup } from './ratelimit/autoconfirm.ts'
+import { resolveRateLimitOptions, type RateLimitOptions } from './ratelimit/options.ts'
 import { DEVICE_COOKIE } from './ratelimit/device-cookie.ts'
 import { createSessionGate, documentCookieAccess, type SessionGate, type SessionOptions } from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
+import { refuseUnknownOptions } from './config/known-options.ts'
 import { authValidatorCompiler } from './validation.ts'
 
 /** The core options the plugin itself uses; the service's own (port, timeouts of clients, health paths) are not read here. */
@@ -34,6 +43,51 @@ export type GatewayConfig = Pick<
   | 'clientIpHeader'
 >
 
+// Every key of GatewayConfig, checked complete by the type.
+const GATEWAY_KEYS = Object.keys({
+  backendUrl: true,
+  backendApiKey: true,
+  backendTimeoutMs: true,
+  backendConnectTimeoutMs: true,
+  backendConnections: true,
+  prefix: true,
+  bodyLimit: true,
+  cacheTtlMs: true,
+  disabledGroups: true,
+  corsOrigins: true,
+  requestIdHeader: true,
+  clientIpHeader: true,
+} satisfies Record<keyof GatewayConfig, true>)
+
+// The plugin's own options, and what Fastify's `register` itself reads from the same object.
+const PLUGIN_KEYS = Object.keys({
+  config: true,
+  rateLimit: true,
+  rateLimitStore: true,
+  sessions: true,
+  sessionStore: true,
+} satisfies Record<keyof AuthgatePluginOptions, true>)
+const REGISTER_KEYS = ['logLevel', 'logSerializers']
+
+/**
+ * Refuses an option the plugin does not read, naming it: a misspelled or misplaced option would
+ * otherwise leave its default in force without a word.
+ */
+export function checkPluginOptions(options: AuthgatePluginOptions): void {
+  refuseUnknownOptions(options, [...PLUGIN_KEYS, ...REGISTER_KEYS], '', (key) =>
+    key === 'prefix'
+      ? 'the mount prefix is config.prefix (authgate is not encapsulated, so a register prefix would not apply)'
+      : undefined,
+  )
+  // The service passes its whole resolved configuration, checked already.
+  if (isResolvedConfig(options.config)) return
+  refuseUnknownOptions(options.config, GATEWAY_KEYS, 'config.', (key) =>
+    CORE_OPTIONS.includes(key)
+      ? "is the service's option (buildApp or the environment), not the plugin's: the application's own server and logger stand for it"
+      : undefined,
+  )
+}
+
 export interface AuthgatePluginOptions {
   /**
    * What the plugin uses of the core options; anything left out takes the documented default (the
@@ -43,9 +97,12 @@ export interface AuthgatePluginOptions {
   config?: Partial<Omit<GatewayConfig, 'backendUrl'>> & { backendUrl?: URL | string }
   /**
    * Rate limiting (docs/rate-limiting.md). Default: the sign-in and sign-up routes and MFA
-   * challenge and verify at 30 per 5 minutes per client, in memory. `false` turns it off.
+   * challenge and verify at 30 per 5 minutes per client, in memory. `false` turns it off. Options
+   * are the rate-limit settings in code's types (`{ rate: '10/1m', redisUrl }`), checked as the
+   * environment's are; anything left out takes the documented default. A configuration the
+   * service read (`RateLimitConfig`) is taken as it is.
    */
-  rateLimit?: RateLimitConfig | false
+  rateLimit?: RateLimitOptions | RateLimitConfig | false
   /** Where buckets live instead of the store the rate-limit configuration selects (a custom store; a cluster worker's). */
   rateLimitStore?: RateLimitStore
   /**
@@ -90,6 +147,14 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
   return sendError(request, reply, code, code === 'unexpected_failure' ? undefined : err.message)
 }
 
+/** The rate-limit configuration of the options: resolved from code's options, or the service's own. */
+function rateLimitConfig(given: AuthgatePluginOptions['rateLimit']): RateLimitConfig | undefined {
+  if (given === false) return undefined
+  if (given === undefined) return loadRateLimitSettings()
+  if ('routes' in given && given.routes instanceof Map) return given as RateLimitConfig
+  return resolveRateLimitOptions(given as RateLimitOptions, LIMITABLE_ROUTES)
+}
+
 /**
  * The auth routes under the prefix, with their body reader, validator, error mapping and not-found
  * answer in a context of their own: the application's routes keep Fastify's stock behaviour.
@@ -97,12 +162,13 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
  * application, and so are the routes to a registry created on the instance before it.
  */
 async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptions): Promise<void> {
+  checkPluginOptions(options)
   const config: GatewayConfig = resolveConfig(options.config as CoreConfigInput | undefined)
   const backend = new SupabaseAuthClient(backendOptions(config))
   const sessions = options.sessions
     ? createSessionGate(options.sessions, backend, app.log, options.sessionStore)
     : undefined
-  const rateLimit = options.rateLimit === false ? undefined : (options.rateLimit ?? loadRateLimitSettings())
+  const rateLimit = rateLimitConfig(options.rateLimit)
   const ownCookies: string[] = []
   if (sessions) ownCookies.push(sessions.sessions.config.cookieName)
   if (rateLimit?.accounts?.deviceCookie) ownCookies.push(DEVICE_COOKIE)

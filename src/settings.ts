@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os'
-import { AUTH_ROUTES, DEFAULT_RATE_LIMITED, routeName } from './auth/routes/index.ts'
+import { LIMITABLE_ROUTES } from './auth/routes/index.ts'
 import { loadCoreConfig, type CoreConfig } from './config.ts'
 import { AuthgateConfigError, type Env } from './config/env.ts'
 import { settingValue } from './config/schema.ts'
@@ -29,7 +29,7 @@ export interface ServiceSettings {
 
 /** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
 export function loadRateLimitSettings(env: Env = {}): RateLimitConfig {
-  return loadRateLimitConfig(env, DEFAULT_RATE_LIMITED, AUTH_ROUTES.map(routeName))
+  return loadRateLimitConfig(env, LIMITABLE_ROUTES)
 }
 
 /** AUTHGATE_WORKERS: a count, or `auto` for one per core. */

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { LIMITABLE_ROUTES } from '../src/auth/routes/index.ts'
 import { spawn } from 'node:child_process'
 import { request } from 'node:http'
 import { after, before, describe, it } from 'node:test'
@@ -20,15 +21,17 @@ describe('AUTHGATE_WORKERS', () => {
 
 describe("the primary's account-key secret", () => {
   it('is handed to the workers when none is configured, and taken out of their environment', () => {
-    const primary = { accounts: loadAccountLimits({}) }
+    const primary = { accounts: loadAccountLimits({}, LIMITABLE_ROUTES) }
     const env: NodeJS.ProcessEnv = { ...workerEnvFor(primary) }
-    const worker = { accounts: loadAccountLimits({}) }
+    const worker = { accounts: loadAccountLimits({}, LIMITABLE_ROUTES) }
     assert.notEqual(worker.accounts.secret, primary.accounts.secret)
     adoptPrimarySecret(worker, env)
     assert.equal(worker.accounts.secret, primary.accounts.secret)
     assert.equal(env[WORKER_ACCOUNT_SECRET], undefined)
     // A configured secret is every process's already; no limits, nothing to hand.
-    const configured = { accounts: loadAccountLimits({ AUTHGATE_ACCOUNT_KEY_SECRET: 's'.repeat(32) }) }
+    const configured = {
+      accounts: loadAccountLimits({ AUTHGATE_ACCOUNT_KEY_SECRET: 's'.repeat(32) }, LIMITABLE_ROUTES),
+    }
     assert.deepEqual(workerEnvFor(configured), {})
     adoptPrimarySecret(configured, { [WORKER_ACCOUNT_SECRET]: 'other' })
     assert.equal(configured.accounts.secret, 's'.repeat(32))

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { buildApp } from '../src/app.ts'
-import { parseBackendUrl } from '../src/config.ts'
+import { AuthgateConfigError, parseBackendUrl } from '../src/config.ts'
 import { buildOpenApiDocument, registerDocs } from '../src/docs-server/index.ts'
 import { createRegistry } from '../src/openapi/index.ts'
 import { authgate } from '../src/plugin.ts'
@@ -224,4 +224,56 @@ test('buildOpenApiDocument splits in-tagged fields of entries built by hand the 
     ['id'],
   )
   assert.deepEqual(Object.keys(op.requestBody.content['application/json'].schema.properties), ['name'])
+})
+
+describe('an option nobody reads is refused, named as given', () => {
+  const refusal = async (options: object, option: string, message: RegExp) => {
+    const app = Fastify()
+    try {
+      await assert.rejects(
+        async () => {
+          await app.register(authgate, options as never)
+          await app.ready()
+        },
+        (err: Error) => err instanceof AuthgateConfigError && err.option === option && message.test(err.message),
+      )
+    } finally {
+      await app.close()
+    }
+  }
+
+  test('a service option given to the plugin: config.port', () =>
+    refusal({ rateLimit: false, config: { port: 1 } }, 'config.port', /service's option/))
+
+  test('a misspelled core option, with the one meant', () =>
+    refusal({ rateLimit: false, config: { prefx: '/auth' } }, 'config.prefx', /did you mean config\.prefix\?/))
+
+  test('a misspelled plugin option, with the one meant', () =>
+    refusal({ rateLimits: false }, 'rateLimits', /did you mean rateLimit\?/))
+
+  test("Fastify's register prefix, which would not apply", () =>
+    refusal({ rateLimit: false, prefix: '/auth' }, 'prefix', /config\.prefix/))
+
+  test('buildApp refuses its own unknown options and unknown core options', async () => {
+    await assert.rejects(
+      buildApp({ rateLimit: false, refuseEarli: true } as never),
+      (err: Error) =>
+        err instanceof AuthgateConfigError &&
+        err.option === 'refuseEarli' &&
+        /did you mean refuseEarly\?/.test(err.message),
+    )
+    await assert.rejects(
+      buildApp({ rateLimit: false, config: { prot: 1 } as never }),
+      (err: Error) =>
+        err instanceof AuthgateConfigError && err.option === 'prot' && /did you mean port\?/.test(err.message),
+    )
+  })
+
+  test('what the plugin reads is accepted, Fastify’s own register options included', async () => {
+    const app = Fastify()
+    await app.register(authgate, { rateLimit: false, logLevel: 'warn', config: { prefix: '/id' } } as never)
+    await app.ready()
+    assert.equal(app.authgate.config.prefix, '/id')
+    await app.close()
+  })
 })

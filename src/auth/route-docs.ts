@@ -1,4 +1,3 @@
-import { MESSAGE_ROUTES } from '../ratelimit/abuse-config.ts'
 import { ERRORS, ErrorSchema } from '../errors.ts'
 import { answersOf } from './backend-answers.ts'
 import { describeRequirements } from './query-requirements.ts'
@@ -101,7 +100,7 @@ export function errorCodes(route: AuthRoute, limited: boolean, cookieSessions = 
   for (const r of route.requiredByQuery ?? []) at(r.answer.status).gateway.add(r.answer.code)
   if (limited) gateway('over_request_rate_limit')
   // The e-mail and SMS budgets answer in Supabase Auth's own codes (docs/rate-limiting.md).
-  if (limited && MESSAGE_ROUTES.includes(routeName(route))) {
+  if (limited && route.sendsMessages === true) {
     gateway('over_email_send_rate_limit')
     gateway('over_sms_send_rate_limit')
   }
@@ -124,9 +123,10 @@ const list = (codes: Iterable<string>) => [...codes].map((c) => `\`${c}\``).join
 function statusDescription(status: number, codes: StatusCodes, route: AuthRoute, limited: boolean): string {
   const from: string[] = []
   if (status === 429 && limited) {
-    const budgets = MESSAGE_ROUTES.includes(routeName(route))
-      ? '; its e-mail and SMS budgets: `over_email_send_rate_limit`, `over_sms_send_rate_limit`'
-      : ''
+    const budgets =
+      route.sendsMessages === true
+        ? '; its e-mail and SMS budgets: `over_email_send_rate_limit`, `over_sms_send_rate_limit`'
+        : ''
     const own = `authgate's own limits (per client or account: \`over_request_rate_limit\`${budgets}; with \`Retry-After\` and \`RateLimit\` headers; Supabase Auth was not contacted)`
     return codes.backend.size > 0
       ? `Too many requests: ${own}, or Supabase Auth's limiter (${list(codes.backend)}; no \`Retry-After\`)`

@@ -296,14 +296,14 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Abuse protection',
     default: '5/1h',
     meaning:
-      'per-account rate of the routes that send a message: `POST /otp`, `/recover`, `/resend`; `off`: none of them limited per account',
+      'per-account rate of the routes that send a message: `POST /otp`, `/magiclink`, `/recover`, `/resend`; `off`: none of them limited per account',
   },
   {
     name: 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES',
     group: 'Abuse protection',
     defaultText: 'none',
     meaning:
-      'per-route per-account rates, `METHOD /template=RATE` or `=off`, comma separated (routes: `POST /token`, `/signup`, `/otp`, `/recover`, `/resend`)',
+      'per-route per-account rates, `METHOD /template=RATE` or `=off`, comma separated (routes: `POST /token`, `/signup`, `/otp`, `/magiclink`, `/recover`, `/resend`)',
   },
   {
     name: 'AUTHGATE_ACCOUNT_KEY_SECRET',

@@ -1,5 +1,6 @@
 import { AuthgateConfigError, envValue, OFF_WORDS, type Env } from '../config/env.ts'
 import { parseServePath } from '../config/serve-path.ts'
+import { refuseUnknownOptions } from '../config/known-options.ts'
 import { settingValue } from '../config/schema.ts'
 import type { RouteRegistry } from '../openapi/registry.ts'
 import type { DocumentOptions } from '../openapi/types.ts'
@@ -54,8 +55,26 @@ function parseText(variable: string, raw: string, max: number): string {
   return v
 }
 
-/** Checks paths and that no two of them coincide; fills defaults. */
+// Every key of OpenApiOptions, checked complete by the type (`scalar` is registerDocs' own).
+const OPENAPI_OPTIONS = Object.keys({
+  enabled: true,
+  openapiPath: true,
+  openapi30Path: true,
+  docsPath: true,
+  registry: true,
+  exampleUser: true,
+  info: true,
+  servers: true,
+  securitySchemes: true,
+  tags: true,
+  tagDescriptions: true,
+  tagRules: true,
+  sharedSchemas: true,
+} satisfies Record<keyof OpenApiOptions, true>)
+
+/** Checks paths and that no two of them coincide; fills defaults; refuses an unknown option by name. */
 export function resolveOpenApiConfig(options: OpenApiOptions = {}): ResolvedOpenApiConfig {
+  refuseUnknownOptions(options, [...OPENAPI_OPTIONS, 'scalar'], 'openapi.')
   const openapiPath = parseServePath('openapiPath', options.openapiPath ?? DEFAULT_OPENAPI_PATH)
   const openapi30Path =
     options.openapi30Path === false

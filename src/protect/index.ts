@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { refuseUnknownOptions } from '../config/known-options.ts'
 import fp from 'fastify-plugin'
 import { SupabaseAuthClient } from '../core/backend.ts'
 import { createProtection, type Protection } from './hook.ts'
@@ -38,6 +39,28 @@ export interface ProtectOptions extends VerifierOptions {
   hookScopes?: readonly string[]
 }
 
+// Every key of ProtectOptions, checked complete by the type: anything else is refused by name.
+const PROTECT_OPTIONS = Object.keys({
+  issuer: true,
+  audience: true,
+  jwksUrl: true,
+  backendUrl: true,
+  backend: true,
+  secret: true,
+  jwks: true,
+  clockToleranceSeconds: true,
+  jwksCacheMaxAgeMs: true,
+  jwksCooldownMs: true,
+  jwksTimeoutMs: true,
+  fetch: true,
+  tokenCache: true,
+  sessionCheck: true,
+  apiKey: true,
+  resourceMetadata: true,
+  resources: true,
+  hookScopes: true,
+} satisfies Record<keyof ProtectOptions, true>)
+
 /** Builds the verifier, the session checker and the metadata from the options (no Fastify needed). */
 export function createProtectionFromOptions(options: ProtectOptions): {
   protection: Protection
@@ -47,6 +70,7 @@ export function createProtectionFromOptions(options: ProtectOptions): {
   /** Closes the backend connection made here (none when `backend` was given). */
   close(): Promise<void>
 } {
+  refuseUnknownOptions(options, PROTECT_OPTIONS, 'protect.')
   // A connection of its own only when the application did not hand over authgate's.
   const own =
     options.backend === undefined && options.backendUrl !== undefined

@@ -1,32 +1,23 @@
 import { parseRouteKey } from '../core/route-key.ts'
-import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
+import { AuthgateConfigError, envValue, isOff, parseBoolean, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
 import { randomAccountSecret } from './account-key.ts'
 import { parseRate, type RateLimitPolicy } from './policy.ts'
 
-/** The routes whose body names an account, and which of the two default rates each takes. */
-export const ACCOUNT_ROUTES: Readonly<Record<string, 'sign-in' | 'message'>> = {
-  'POST /token': 'sign-in',
-  'POST /signup': 'sign-in',
-  'POST /otp': 'message',
-  'POST /magiclink': 'message',
-  'POST /recover': 'message',
-  'POST /resend': 'message',
-}
-
 /**
- * The routes that make Supabase Auth send an e-mail or an SMS (which of the two: the body says),
- * drawing on its global budgets. `POST /signup` only while sign-ups are not confirmed
- * automatically (src/ratelimit/budget.ts asks `/settings`).
+ * What the limiter needs to know of a mounted route, as the route table says it
+ * (src/auth/routes/: `rateLimited`, `account`, `sendsMessages`): no other list of routes exists.
  */
-export const MESSAGE_ROUTES: readonly string[] = [
-  'POST /signup',
-  'POST /otp',
-  'POST /magiclink',
-  'POST /recover',
-  'POST /resend',
-  'PUT /user',
-]
+export interface LimitableRoute {
+  /** `METHOD /template`, relative to the prefix. */
+  key: string
+  /** Limited per client IP unless AUTHGATE_RATE_LIMITED_ROUTES says otherwise. */
+  rateLimited: boolean
+  /** The body names an account, limited at the sign-in or the message rate. */
+  account?: 'sign-in' | 'message' | undefined
+  /** Makes Supabase Auth send an e-mail or an SMS: draws on the budgets. */
+  sendsMessages?: boolean | undefined
+}
 
 export interface AccountLimitConfig {
   /** `METHOD /template` → the per-account rate; routes absent are not limited per account. */
@@ -49,6 +40,8 @@ export interface Budget {
 }
 
 export interface BudgetConfig {
+  /** The routes that draw on the budgets (`METHOD /template`). */
+  routes: ReadonlySet<string>
   email: Budget | undefined
   sms: Budget | undefined
   /** 0 < share <= 1. */
@@ -59,15 +52,16 @@ export interface BudgetConfig {
  * The per-account limits (docs/rate-limiting.md): a default rate for sign-in routes and one for
  * message routes, each overridable per route or turned off.
  */
-export function loadAccountLimits(env: Env): AccountLimitConfig {
+export function loadAccountLimits(env: Env, table: readonly LimitableRoute[]): AccountLimitConfig {
   const rate = (variable: string, name: string) => {
     const raw = settingValue(env, variable)!
-    return raw.trim().toLowerCase() === 'off' ? undefined : parseRate(variable, raw, name)
+    return isOff(raw) ? undefined : parseRate(variable, raw, name)
   }
+  const accountRoutes = new Map(table.flatMap((r) => (r.account ? [[r.key, r.account] as const] : [])))
   const signIn = rate('AUTHGATE_ACCOUNT_RATE_LIMIT', 'account')
   const message = rate('AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT', 'account-message')
   const routes = new Map<string, RateLimitPolicy>()
-  for (const [route, kind] of Object.entries(ACCOUNT_ROUTES)) {
+  for (const [route, kind] of accountRoutes) {
     const policy = kind === 'sign-in' ? signIn : message
     if (policy !== undefined) routes.set(route, policy)
   }
@@ -81,37 +75,36 @@ export function loadAccountLimits(env: Env): AccountLimitConfig {
     const route = eq < 0 ? undefined : parseRouteKey(item.slice(0, eq))?.key
     if (route === undefined)
       throw new AuthgateConfigError(variable, `expected "METHOD /template=RATE" or "=off", got ${JSON.stringify(item)}`)
-    if (!(route in ACCOUNT_ROUTES))
+    if (!accountRoutes.has(route))
       throw new AuthgateConfigError(
         variable,
-        `${route} names no account (routes: ${Object.keys(ACCOUNT_ROUTES).join(', ')})`,
+        `${route} names no account (routes: ${[...accountRoutes.keys()].join(', ')})`,
       )
     if (seen.has(route)) throw new AuthgateConfigError(variable, `${route} is given twice`)
     seen.add(route)
     const given = item.slice(eq + 1).trim()
-    if (given.toLowerCase() === 'off') routes.delete(route)
+    if (isOff(given)) routes.delete(route)
     else routes.set(route, parseRate(variable, given, 'account-' + route.split('/')[1]))
   }
   const given = envValue(env, 'AUTHGATE_ACCOUNT_KEY_SECRET')?.trim()
   if (given !== undefined && given !== '' && given.length < 32)
     throw new AuthgateConfigError('AUTHGATE_ACCOUNT_KEY_SECRET', 'must be at least 32 characters')
   const secretConfigured = given !== undefined && given !== ''
-  const device = settingValue(env, 'AUTHGATE_ACCOUNT_DEVICE_COOKIE')!.trim().toLowerCase()
-  if (device !== 'on' && device !== 'off')
-    throw new AuthgateConfigError(
-      'AUTHGATE_ACCOUNT_DEVICE_COOKIE',
-      `must be "on" or "off", got ${JSON.stringify(device)}`,
-    )
+  const deviceCookie = parseBoolean(
+    'AUTHGATE_ACCOUNT_DEVICE_COOKIE',
+    settingValue(env, 'AUTHGATE_ACCOUNT_DEVICE_COOKIE')!,
+    '"on" or "off"',
+  )
   return {
     routes,
     secret: secretConfigured ? given : randomAccountSecret(),
     secretConfigured,
-    deviceCookie: device === 'on',
+    deviceCookie,
   }
 }
 
 /** The budgets mirroring Supabase Auth's e-mail and SMS budgets, and the share one client may take. */
-export function loadBudgets(env: Env): BudgetConfig {
+export function loadBudgets(env: Env, table: readonly LimitableRoute[]): BudgetConfig {
   const shareRaw = settingValue(env, 'AUTHGATE_BUDGET_CLIENT_SHARE')!
   const m = /^(\d+(?:\.\d+)?)\s*%$/.exec(shareRaw)
   const share = m ? Number(m[1]) / 100 : NaN
@@ -122,7 +115,7 @@ export function loadBudgets(env: Env): BudgetConfig {
     )
   const read = (variable: string, kind: 'email' | 'sms') => {
     const raw = settingValue(env, variable)!
-    if (/^(off|none)$/i.test(raw)) return undefined
+    if (isOff(raw)) return undefined
     if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1_000_000_000)
       throw new AuthgateConfigError(
         variable,
@@ -131,6 +124,7 @@ export function loadBudgets(env: Env): BudgetConfig {
     return budgetFor(Number(raw), share, kind)
   }
   return {
+    routes: new Set(table.filter((r) => r.sendsMessages === true).map((r) => r.key)),
     email: read('AUTHGATE_EMAIL_BUDGET', 'email'),
     sms: read('AUTHGATE_SMS_BUDGET', 'sms'),
     clientShare: share,

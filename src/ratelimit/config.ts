@@ -1,14 +1,20 @@
 import { readFileSync } from 'node:fs'
 import { parseRouteKey } from '../core/route-key.ts'
 import { parseDuration } from '../config.ts'
-import { AuthgateConfigError, envValue, parseIntIn, type Env } from '../config/env.ts'
+import { AuthgateConfigError, envValue, isOff, parseIntIn, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
-import { loadAccountLimits, loadBudgets, type AccountLimitConfig, type BudgetConfig } from './abuse-config.ts'
+import {
+  loadAccountLimits,
+  loadBudgets,
+  type AccountLimitConfig,
+  type BudgetConfig,
+  type LimitableRoute,
+} from './abuse-config.ts'
 import { parseRate, samePolicy, type RateLimitPolicy } from './policy.ts'
 import { parseRedisUrl } from '../core/redis-url.ts'
 import type { RedisSettings } from '../core/redis.ts'
 
-export type { RedisSettings }
+export type { LimitableRoute, RedisSettings }
 
 export interface RateLimitConfig {
   defaultPolicy: RateLimitPolicy
@@ -45,13 +51,6 @@ export function policyNameFor(template: string): string {
 /** The template of a normalised route name (the bucket it counts in). */
 const templateOf = (route: string): string => parseRouteKey(route)?.path ?? route
 
-function knownRoute(raw: string, known: Set<string>): string {
-  const route = normalizeRoute(raw)
-  if (!route || !known.has(route))
-    throw new Error(`default rate-limited route ${JSON.stringify(raw)} is not a known route`)
-  return route
-}
-
 function routeList(variable: string, raw: string, known: Set<string>): string[] {
   const out: string[] = []
   for (const item of raw
@@ -71,26 +70,22 @@ function routeList(variable: string, raw: string, known: Set<string>): string[] 
 }
 
 /**
- * Reads the rate-limit variables. `defaultRoutes` is what is limited when AUTHGATE_RATE_LIMITED_ROUTES
- * is unset; `knownRoutes` is every mounted `METHOD /template`, so a typo stops start-up instead of
- * silently leaving a route unlimited.
+ * Reads the rate-limit variables for the mounted routes of `table` (the route table's word on
+ * each: limited by default, per account, sending messages), so a typo in a route stops start-up
+ * instead of silently leaving a route unlimited.
  */
-export function loadRateLimitConfig(
-  env: Env,
-  defaultRoutes: readonly string[],
-  knownRoutes: readonly string[],
-): RateLimitConfig {
+export function loadRateLimitConfig(env: Env, table: readonly LimitableRoute[]): RateLimitConfig {
   const get = (name: string) => envValue(env, name)
   // Defaults come from the settings schema (src/config/schema.ts).
   const setting = (name: string) => settingValue(env, name)!
-  const known = new Set(knownRoutes.map((r) => normalizeRoute(r) ?? r))
+  const known = new Set(table.map((r) => r.key))
   const defaultPolicy = parseRate('AUTHGATE_RATE_LIMIT', setting('AUTHGATE_RATE_LIMIT'), 'default')
 
   const listed = get('AUTHGATE_RATE_LIMITED_ROUTES')
   const limited =
     listed === undefined
-      ? defaultRoutes.map((r) => knownRoute(r, known))
-      : listed.toLowerCase() === 'none'
+      ? table.filter((r) => r.rateLimited).map((r) => r.key)
+      : isOff(listed)
         ? []
         : routeList('AUTHGATE_RATE_LIMITED_ROUTES', listed, known)
   const routes = new Map<string, RateLimitPolicy>(limited.map((r) => [r, defaultPolicy]))
@@ -111,7 +106,7 @@ export function loadRateLimitConfig(
     const rate = item.slice(eq + 1).trim()
     if (seen.has(route!)) throw new AuthgateConfigError('AUTHGATE_RATE_LIMIT_ROUTES', `${route} is given twice`)
     seen.add(route!)
-    if (rate.toLowerCase() === 'off') routes.delete(route!)
+    if (isOff(rate)) routes.delete(route!)
     else routes.set(route!, parseRate('AUTHGATE_RATE_LIMIT_ROUTES', rate, policyNameFor(templateOf(route!))))
   }
 
@@ -148,8 +143,8 @@ export function loadRateLimitConfig(
       1000,
       100_000_000,
     ),
-    accounts: loadAccountLimits(env),
-    budgets: loadBudgets(env),
+    accounts: loadAccountLimits(env, table),
+    budgets: loadBudgets(env, table),
   }
 }
 

@@ -10,9 +10,10 @@ import { policyHeader, rateLimitHeader, retryAfterSeconds } from './headers.ts'
 import { MemoryStore } from './memory-store.ts'
 import { RedisStore } from './redis-store.ts'
 import type { Decision, RateLimitStore } from './store.ts'
+import { createDecider, type Verdict } from './decide.ts'
 import { warnAtMostEvery } from './throttled-warning.ts'
 import { throttle } from '../core/log-throttle.ts'
-import { ACCOUNT_ROUTES, MESSAGE_ROUTES, type Budget } from './abuse-config.ts'
+import type { Budget } from './abuse-config.ts'
 import { accountIdentifier, accountKeyer, messageChannel } from './account-key.ts'
 import type { RateLimitPolicy } from './policy.ts'
 import type { ErrorCode } from '../errors.ts'
@@ -129,11 +130,6 @@ function deniedHeaders(
 // A decision made early (src/http/early-refusal.ts), kept on the raw request for the route's hook.
 const kDecision = Symbol('authgate.rateLimitDecision')
 type WithDecision = IncomingMessage & { [kDecision]?: Decision }
-// Set on a request once the store failed to decide for it: its later decisions (the per-account
-// limit, the budgets) follow the failure policy at once, so a stalled Redis costs a request one
-// AUTHGATE_REDIS_TIMEOUT, not one per limit.
-const kStoreFailed = Symbol('authgate.rateLimitStoreFailed')
-type WithStoreFailure = IncomingMessage & { [kStoreFailed]?: true }
 
 /**
  * Bucket name for a route template. Keys are (template, client), not (method, template): routes
@@ -182,9 +178,8 @@ export function createRateLimiter(
     degraded = false
   })
   const closed = config.onRedisError === 'closed'
-  /** A store that could not decide: counted, and said at most once per 10 s with the policy that answers. */
-  const storeFailed = (err: unknown) => {
-    counters.storeErrors++
+  /** A store that could not decide: said at most once per 10 s with the policy that answers. */
+  const decider = createDecider(store, config.onRedisError, counters, (err) => {
     degraded = true
     warn(
       err,
@@ -192,7 +187,10 @@ export function createRateLimiter(
         ? 'rate-limit store unavailable: refusing limited requests (fail-closed)'
         : 'rate-limit store unavailable: allowing limited requests (fail-open)',
     )
-  }
+  })
+  /** The answer of a limit whose store could not decide, under the fail-closed policy. */
+  const unavailable = (request: FastifyRequest, reply: FastifyReply) =>
+    sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
 
   function hookFor(method: string, template: string): RateLimitHook | undefined {
     const policy = config.routes.get(routeKey(method, template))
@@ -214,51 +212,43 @@ export function createRateLimiter(
         .send(current ? DENIED_CURRENT_BODY : DENIED_LEGACY_BODY)
     }
     const allow = (reply: FastifyReply, decision: Decision) => {
-      counters.allowed++
       reply.header('RateLimit-Policy', policyValue)
       reply.header('RateLimit', rateLimitHeader(policy, decision))
       return undefined
     }
-    const fail = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
-      storeFailed(err)
-      ;(request.raw as WithStoreFailure)[kStoreFailed] = true
+    /** The route hook's rendering of a verdict. */
+    const render = (request: FastifyRequest, reply: FastifyReply, verdict: Verdict) => {
+      if (verdict.kind === 'allow') return allow(reply, verdict.decision)
+      if (verdict.kind === 'deny') return deny(request, reply, verdict.decision)
       reply.header('RateLimit-Policy', policyValue)
-      if (!closed) {
-        counters.failedOpen++
-        return undefined
-      }
-      counters.failedClosed++
-      return sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
+      return verdict.open ? undefined : unavailable(request, reply)
     }
 
     // A store that decides synchronously: no promise between the decision and the answer, and a
     // callback-style hook, which Fastify runs without a promise and a microtask of its own.
-    const takeSync = store.takeSync?.bind(store)
-    if (takeSync) {
+    const decideSync = decider.decideSync
+    if (decideSync) {
       return function rateLimit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-        // The same derived client IP the forwarder sends to the backend; decided already when the
-        // request came through the early refusal.
-        const decision =
-          (request.raw as WithDecision)[kDecision] ??
-          takeSync(bucket + clientKey(clientIp(request), prefixLength), policy)
-        if (!decision.allowed) {
+        // Decided already (and counted) when the request came through the early refusal;
+        // otherwise keyed on the same derived client IP the forwarder sends to the backend.
+        const early = (request.raw as WithDecision)[kDecision]
+        const verdict: Verdict =
+          early !== undefined
+            ? { kind: 'allow', decision: early }
+            : decideSync(bucket + clientKey(clientIp(request), prefixLength), policy)
+        if (verdict.kind === 'deny') {
           // Answered here: Fastify goes no further when a callback hook sends and does not call done.
-          deny(request, reply, decision)
+          render(request, reply, verdict)
           return
         }
-        allow(reply, decision)
+        render(request, reply, verdict)
         done()
       }
     }
     return async function rateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-      let decision: Decision
-      try {
-        // The same derived client IP the forwarder sends to the backend.
-        decision = await store.take(bucket + clientKey(clientIp(request), prefixLength), policy)
-      } catch (err) {
-        return fail(request, reply, err)
-      }
-      return decision.allowed ? allow(reply, decision) : deny(request, reply, decision)
+      // The same derived client IP the forwarder sends to the backend.
+      const key = bucket + clientKey(clientIp(request), prefixLength)
+      return render(request, reply, await decider.decide(request.raw, key, policy))
     }
   }
 
@@ -268,8 +258,8 @@ export function createRateLimiter(
   const devices = accounts?.deviceCookie === true ? deviceCookies(accounts.secret) : undefined
 
   /**
-   * One take: the decision, undefined when the store could not decide and the failure policy
-   * lets the request through, true when it answered (fail-closed).
+   * The body hook's rendering of a verdict: the decision, undefined when the store could not decide
+   * and the failure policy lets the request through, true when it answered (fail-closed).
    */
   async function decide(
     request: FastifyRequest,
@@ -277,22 +267,10 @@ export function createRateLimiter(
     key: string,
     policy: RateLimitPolicy,
   ): Promise<Decision | undefined | true> {
-    const raw = request.raw as WithStoreFailure
-    // Not asked again once it failed for this request (counted and logged then).
-    if (raw[kStoreFailed] !== true) {
-      try {
-        return store.takeSync ? store.takeSync(key, policy) : await store.take(key, policy)
-      } catch (err) {
-        storeFailed(err)
-        raw[kStoreFailed] = true
-      }
-    }
-    if (!closed) {
-      counters.failedOpen++
-      return undefined
-    }
-    counters.failedClosed++
-    sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
+    const verdict = await decider.decide(request.raw, key, policy)
+    if (verdict.kind !== 'unavailable') return verdict.decision
+    if (verdict.open) return undefined
+    unavailable(request, reply)
     return true
   }
 
@@ -322,8 +300,9 @@ export function createRateLimiter(
 
   function bodyHookFor(method: string, template: string): RateLimitHook | undefined {
     const route = routeKey(method, template)
-    const accountPolicy = route in ACCOUNT_ROUTES ? accounts?.routes.get(route) : undefined
-    const sendsMessages = MESSAGE_ROUTES.includes(route) && (budgets?.email !== undefined || budgets?.sms !== undefined)
+    const accountPolicy = accounts?.routes.get(route)
+    const sendsMessages =
+      budgets?.routes.has(route) === true && (budgets.email !== undefined || budgets.sms !== undefined)
     if (accountPolicy === undefined && !sendsMessages) return undefined
     const accountBucket = 'acct|' + bucketName(template) + '|'
     const passwordOnly = route === 'POST /token'
@@ -360,7 +339,6 @@ export function createRateLimiter(
             refuse(request, reply, policy, decision, device !== undefined ? deviceRefusal : accountRefusal)
             return reply
           }
-          if (decision !== undefined) counters.allowed++
           // A password sign-in holds its unit as a reservation until Supabase Auth answers: given
           // back unless the answer says the password was wrong, so only failures count, and
           // parallel guesses can never run past the bucket (each one in flight holds a unit).
@@ -394,7 +372,6 @@ export function createRateLimiter(
         refuse(request, reply, budget.policy, global, budgetRefusal)
         return reply
       }
-      if (global !== undefined) counters.allowed++
       // The client's share: its bucket is charged on every message, but it answers only while the
       // budget everyone shares is short (below half). A client alone is never refused while there
       // is room; one that sprays from one address is held to its share as soon as it eats into
@@ -406,10 +383,7 @@ export function createRateLimiter(
         if (global !== undefined) refund(`budget|${channel}`, budget.policy)
         return reply
       }
-      if (share === undefined || share.allowed) {
-        if (share !== undefined) counters.allowed++
-        return undefined
-      }
+      if (share === undefined || share.allowed) return undefined
       if (global === undefined || !contended(global, budget.policy)) return undefined
       refund(`budget|${channel}`, budget.policy)
       refuse(request, reply, budget.clientPolicy, share, {
@@ -426,9 +400,7 @@ export function createRateLimiter(
     const policy = config.routes.get(routeKey(method, template))
     // A store in the process decides every request here; a shared one answers only the refusals
     // it already knows, and the rest go on to the hook and its round trip.
-    const takeSync = store.takeSync?.bind(store)
-    const cachedDenial = store.cachedDenial?.bind(store)
-    if (!policy || (!takeSync && !cachedDenial)) return undefined
+    if (!policy || (!store.takeSync && !store.cachedDenial)) return undefined
     const bucket = bucketName(template) + '|'
     const policyValue = policyHeader(policy)
     const prefixLength = config.ipv6PrefixLength
@@ -445,10 +417,10 @@ export function createRateLimiter(
     const fixedLegacy = fixed(false)
     const fixedCurrent = fixed(true)
     return (req, ip) => {
-      const key = bucket + clientKey(ip, prefixLength)
-      const decision = takeSync ? takeSync(key, policy) : cachedDenial!(key)
-      if (decision === undefined) return undefined
-      if (decision.allowed) {
+      const verdict = decider.decideNow(bucket + clientKey(ip, prefixLength), policy)
+      if (verdict === undefined || verdict.kind === 'unavailable') return undefined
+      const decision = verdict.decision
+      if (verdict.kind === 'allow') {
         ;(req as WithDecision)[kDecision] = decision
         return undefined
       }

@@ -1,4 +1,5 @@
 import { normaliseBackendUrl } from '../core/backend.ts'
+import { refuseUnknownOptions } from '../config/known-options.ts'
 import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
 import { SERVICE_TABLE, type ServiceName, type ServiceRow, type ServiceUrlSetting } from './table.ts'
 
@@ -100,10 +101,23 @@ const ENV_NAMES: typeof OPTION_NAMES = {
   secret: 'AUTHGATE_SECRET_KEYS',
 }
 
+// Every key of ServicesOptions, checked complete by the type.
+const SERVICES_OPTION_KEYS = Object.keys({
+  supabaseUrl: true,
+  urls: true,
+  realtimeTenant: true,
+  keys: true,
+  defaultKey: true,
+  timeoutsMs: true,
+  connectTimeoutMs: true,
+  connections: true,
+} satisfies Record<keyof ServicesOptions, true>)
+
 const HOST = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i
 
 /** The services to mount, checked; a bad value is an `AuthgateConfigError` naming the option. */
 export function resolveServicesConfig(options: ServicesOptions, names = OPTION_NAMES): ServicesConfig {
+  if (names === OPTION_NAMES) refuseUnknownOptions(options, SERVICES_OPTION_KEYS, 'services.')
   const hosted =
     options.supabaseUrl === undefined ? undefined : normaliseBackendUrl(names.supabaseUrl, options.supabaseUrl)
   if (hosted !== undefined && hosted.pathname !== '/')

@@ -1,6 +1,8 @@
 import { parseDuration, parseOrigins } from '../config.ts'
-import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
+import { AuthgateConfigError, envValue, isOff, parseBoolean, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
+import { refuseUnknownOptions } from '../config/known-options.ts'
+import { boolean, duration, list, text } from '../config/values.ts'
 import { loadRedisConnection, type RedisSettings } from '../ratelimit/config.ts'
 import { parseSessionKeys, type SessionKey } from './crypto.ts'
 
@@ -61,6 +63,8 @@ const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
 /** Checks the options and fills in the defaults; a bad value is an `AuthgateConfigError` naming the option. */
 export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAMES): SessionConfig {
+  // From code (the environment's reader builds its object itself): every option is known and of its type.
+  if (names === OPTION_NAMES) checkSessionOptions(options)
   const keys = options.keys.map((k) => (typeof k === 'string' ? parseSessionKeys(names.keys, k)[0]! : k))
   if (keys.length === 0) throw new AuthgateConfigError(names.keys, 'cookie sessions need at least one key')
   const ids = new Set<string>()
@@ -105,6 +109,36 @@ export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAM
   }
 }
 
+// Each option given in code and the value type its variable is read with (src/config/values.ts).
+const CODE_CHECKS: { readonly [K in keyof SessionOptions]-?: ((name: string, v: unknown) => unknown) | null } = {
+  mode: (name, v) =>
+    v === 'on' || v === 'request' ? v : fail(name, `must be "on" or "request", got ${JSON.stringify(v)}`),
+  keys: (name, v) =>
+    Array.isArray(v) ? v : fail(name, `must be an array of keys ("id:base64"), got ${JSON.stringify(v)}`),
+  cookieName: text.check,
+  secure: boolean.check,
+  lifetimeMs: duration().check,
+  idleTimeoutMs: duration().check,
+  allowedOrigins: list(parseOrigins).check,
+  revalidateMs: duration().check,
+  oauthConsentMs: duration().check,
+  // The store's shape is the type's to check (tests and custom stores build it).
+  store: null,
+}
+
+const fail = (name: string, message: string): never => {
+  throw new AuthgateConfigError(name, message)
+}
+
+/** Refuses an unknown option (with its did-you-mean) and a value of the wrong type, naming it. */
+function checkSessionOptions(options: SessionOptions): void {
+  refuseUnknownOptions(options, Object.keys(CODE_CHECKS), 'sessions.')
+  for (const [key, value] of Object.entries(options)) {
+    const check = CODE_CHECKS[key as keyof SessionOptions]
+    if (value !== undefined && check !== null) check(`sessions.${key}`, value)
+  }
+}
+
 const OPTION_NAMES = {
   keys: 'sessions.keys',
   cookieName: 'sessions.cookieName',
@@ -134,7 +168,7 @@ const ENV_OPTION_NAMES = {
 export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = []): SessionConfig | undefined {
   const setting = (name: string) => settingValue(env, name)!
   const mode = setting('AUTHGATE_SESSIONS').toLowerCase()
-  if (mode === 'off') return undefined
+  if (isOff(mode)) return undefined
   if (mode !== 'on' && mode !== 'request')
     throw new AuthgateConfigError('AUTHGATE_SESSIONS', `must be "off", "on" or "request", got ${JSON.stringify(mode)}`)
   const rawKeys = envValue(env, 'AUTHGATE_SESSION_KEYS')
@@ -143,9 +177,7 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
       'AUTHGATE_SESSION_KEYS',
       'cookie sessions need an encryption key: `<id>:<32 bytes in base64>` (e.g. `k1:` + `openssl rand -base64 32`)',
     )
-  const secureRaw = setting('AUTHGATE_SESSION_COOKIE_SECURE').toLowerCase()
-  if (secureRaw !== 'true' && secureRaw !== 'false')
-    throw new AuthgateConfigError('AUTHGATE_SESSION_COOKIE_SECURE', `must be true or false, got ${secureRaw}`)
+  const secure = parseBoolean('AUTHGATE_SESSION_COOKIE_SECURE', setting('AUTHGATE_SESSION_COOKIE_SECURE'))
   const originsRaw = envValue(env, 'AUTHGATE_SESSION_ORIGINS')
   const allowedOrigins = originsRaw
     ? parseOrigins('AUTHGATE_SESSION_ORIGINS', originsRaw)
@@ -174,14 +206,12 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
       mode,
       keys: parseSessionKeys('AUTHGATE_SESSION_KEYS', rawKeys),
       cookieName: setting('AUTHGATE_SESSION_COOKIE_NAME'),
-      secure: secureRaw === 'true',
+      secure,
       lifetimeMs: parseDuration('AUTHGATE_SESSION_LIFETIME', setting('AUTHGATE_SESSION_LIFETIME')),
       idleTimeoutMs: parseDuration('AUTHGATE_SESSION_IDLE_TIMEOUT', setting('AUTHGATE_SESSION_IDLE_TIMEOUT')),
       allowedOrigins,
       revalidateMs: parseDuration('AUTHGATE_SESSION_REVALIDATE', setting('AUTHGATE_SESSION_REVALIDATE')),
-      ...(consentRaw.toLowerCase() === 'off'
-        ? {}
-        : { oauthConsentMs: parseDuration('AUTHGATE_SESSION_OAUTH_CONSENT', consentRaw) }),
+      ...(isOff(consentRaw) ? {} : { oauthConsentMs: parseDuration('AUTHGATE_SESSION_OAUTH_CONSENT', consentRaw) }),
       store,
     },
     ENV_OPTION_NAMES,

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { LIMITABLE_ROUTES } from '../../src/auth/routes/index.ts'
 import { describe, it } from 'node:test'
 import { loadAccountLimits } from '../../src/ratelimit/abuse-config.ts'
 import { MemoryStore } from '../../src/ratelimit/memory-store.ts'
@@ -30,9 +31,9 @@ describe('POST /magiclink, the older /otp', () => {
   })
 
   it('can be given its own per-account rate', () => {
-    const c = loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /magiclink=2/1m' })
+    const c = loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /magiclink=2/1m' }, LIMITABLE_ROUTES)
     assert.equal(c.routes.get('POST /magiclink')?.limit, 2)
-    assert.equal(loadAccountLimits({}).routes.get('POST /magiclink')?.limit, 5)
+    assert.equal(loadAccountLimits({}, LIMITABLE_ROUTES).routes.get('POST /magiclink')?.limit, 5)
   })
 
   it('is limited per account and spends the e-mail budget', async (t) => {

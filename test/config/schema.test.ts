@@ -5,6 +5,7 @@ import { test } from 'node:test'
 import { AuthgateConfigError, loadCoreConfig } from '../../src/config.ts'
 import { SETTINGS, closestSetting, settingValue, unknownVariables } from '../../src/config/schema.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
+import { LIMITABLE_ROUTES } from '../../src/auth/routes/index.ts'
 import { resolveOpenApiConfig } from '../../src/docs-server/index.ts'
 import { DEFAULT_TITLE, DEFAULT_VERSION } from '../../src/openapi/index.ts'
 import { withTable } from '../../scripts/settings-table.ts'
@@ -124,4 +125,25 @@ test('new settings are parsed and checked', () => {
       `${name}=${value}`,
     )
   }
+})
+
+test('--help names as per-account exactly the routes the route table gives an account, by rate', () => {
+  // `POST /otp`, `/magiclink` → POST /otp, POST /magiclink: the routes a meaning lists.
+  const named = (variable: string) => {
+    const meaning = SETTINGS.find((s) => s.name === variable)!.meaning
+    let method = ''
+    return [...meaning.matchAll(/`(?:(GET|POST|PUT) )?(\/[a-z/]+)`/g)].map(([, m, path]) => {
+      method = m ?? method
+      return `${method} ${path}`
+    })
+  }
+  const accountRoutes = (kind?: string) =>
+    LIMITABLE_ROUTES.filter((r) => r.account !== undefined && (kind === undefined || r.account === kind))
+      .map((r) => r.key)
+      .sort()
+  assert.deepEqual(named('AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES').sort(), accountRoutes())
+  assert.deepEqual(named('AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT').sort(), accountRoutes('message'))
+  // Every route it names is accepted there.
+  for (const route of accountRoutes())
+    assert.doesNotThrow(() => loadRateLimitSettings({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: `${route}=off` }))
 })

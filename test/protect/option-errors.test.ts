@@ -30,3 +30,13 @@ test('every protect option error is an AuthgateConfigError naming its option', (
   const { protection } = createProtectionFromOptions({ issuer: ISSUER, jwks: false, secret: 's' })
   refuses('auth.session', () => protection.hook({ session: true }))
 })
+
+test('an option protect does not read is refused by name, with the one meant', () => {
+  assert.throws(
+    () => createProtectionFromOptions({ issuer: ISSUER, jwks: false, secret: 's', audiences: 'x' } as never),
+    (err: unknown) =>
+      err instanceof AuthgateConfigError &&
+      err.option === 'protect.audiences' &&
+      /did you mean protect\.audience\?/.test(err.message),
+  )
+})

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { LIMITABLE_ROUTES } from '../../src/auth/routes/index.ts'
 import { describe, it } from 'node:test'
 import { accountIdentifier, accountKeyer, messageChannel } from '../../src/ratelimit/account-key.ts'
 import { budgetFor, loadAccountLimits, loadBudgets } from '../../src/ratelimit/abuse-config.ts'
@@ -33,31 +34,44 @@ describe('account identifiers', () => {
 
 describe('abuse-protection settings', () => {
   it('has defaults for every account route and overrides per route', async () => {
-    const d = loadAccountLimits({})
+    const d = loadAccountLimits({}, LIMITABLE_ROUTES)
     assert.equal(d.routes.get('POST /token')?.limit, 10)
     assert.equal(d.routes.get('POST /recover')?.limit, 5)
     assert.equal(d.secretConfigured, false)
-    const o = loadAccountLimits({
-      AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'post /token=3/1m, POST /signup=off',
-      AUTHGATE_ACCOUNT_KEY_SECRET: SECRET,
-    })
+    const o = loadAccountLimits(
+      {
+        AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'post /token=3/1m, POST /signup=off',
+        AUTHGATE_ACCOUNT_KEY_SECRET: SECRET,
+      },
+      LIMITABLE_ROUTES,
+    )
     assert.equal(o.routes.get('POST /token')?.limit, 3)
     assert.equal(o.routes.has('POST /signup'), false)
     assert.equal(o.secret, SECRET)
     assert.throws(
-      () => loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /verify=1/1m' }),
+      () => loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /verify=1/1m' }, LIMITABLE_ROUTES),
       /names no account/,
     )
-    assert.throws(() => loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token' }), /expected/)
     assert.throws(
-      () => loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=1/1m,POST /token=2/1m' }),
+      () => loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token' }, LIMITABLE_ROUTES),
+      /expected/,
+    )
+    assert.throws(
+      () =>
+        loadAccountLimits(
+          { AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=1/1m,POST /token=2/1m' },
+          LIMITABLE_ROUTES,
+        ),
       /given twice/,
     )
-    assert.throws(() => loadAccountLimits({ AUTHGATE_ACCOUNT_KEY_SECRET: 'short' }), /32 characters/)
+    assert.throws(() => loadAccountLimits({ AUTHGATE_ACCOUNT_KEY_SECRET: 'short' }, LIMITABLE_ROUTES), /32 characters/)
     // `off` turns off what it names, and only that.
-    const noSignIn = loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT: 'off' })
+    const noSignIn = loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT: 'off' }, LIMITABLE_ROUTES)
     assert.deepEqual([...noSignIn.routes.keys()], ['POST /otp', 'POST /magiclink', 'POST /recover', 'POST /resend'])
-    const none = loadAccountLimits({ AUTHGATE_ACCOUNT_RATE_LIMIT: 'OFF', AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT: 'off' })
+    const none = loadAccountLimits(
+      { AUTHGATE_ACCOUNT_RATE_LIMIT: 'OFF', AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT: 'off' },
+      LIMITABLE_ROUTES,
+    )
     assert.equal(none.routes.size, 0)
     // AUTHGATE_RATE_LIMITED_ROUTES=none governs the per-client-IP limits only, as --help says.
     const noClient = loadRateLimitSettings({ AUTHGATE_RATE_LIMITED_ROUTES: 'none' })
@@ -81,10 +95,10 @@ describe('abuse-protection settings', () => {
       const interval = policy.windowMs / policy.limit
       assert.ok(policy.burst + Math.floor(3_600_000 / interval) <= n, `budget of ${n}`)
     }
-    assert.equal(loadBudgets({ AUTHGATE_EMAIL_BUDGET: 'off' }).email, undefined)
-    assert.equal(loadBudgets({ AUTHGATE_BUDGET_CLIENT_SHARE: '50%' }).clientShare, 0.5)
-    assert.throws(() => loadBudgets({ AUTHGATE_BUDGET_CLIENT_SHARE: '0%' }), /percentage/)
-    assert.throws(() => loadBudgets({ AUTHGATE_SMS_BUDGET: '-1' }), /count per hour/)
+    assert.equal(loadBudgets({ AUTHGATE_EMAIL_BUDGET: 'off' }, LIMITABLE_ROUTES).email, undefined)
+    assert.equal(loadBudgets({ AUTHGATE_BUDGET_CLIENT_SHARE: '50%' }, LIMITABLE_ROUTES).clientShare, 0.5)
+    assert.throws(() => loadBudgets({ AUTHGATE_BUDGET_CLIENT_SHARE: '0%' }, LIMITABLE_ROUTES), /percentage/)
+    assert.throws(() => loadBudgets({ AUTHGATE_SMS_BUDGET: '-1' }, LIMITABLE_ROUTES), /count per hour/)
   })
 })
 
@@ -421,7 +435,10 @@ describe('device cookies against targeted lock-out', () => {
     )
     assert.equal(res.statusCode, 200)
     assert.equal(res.headers['set-cookie'], undefined)
-    assert.throws(() => loadAccountLimits({ AUTHGATE_ACCOUNT_DEVICE_COOKIE: 'maybe' }), /"on" or "off"/)
+    assert.throws(
+      () => loadAccountLimits({ AUTHGATE_ACCOUNT_DEVICE_COOKIE: 'maybe' }, LIMITABLE_ROUTES),
+      /"on" or "off"/,
+    )
   })
 })
 

@@ -3,9 +3,9 @@ import { describe, it } from 'node:test'
 import { AuthgateConfigError } from '../../src/config.ts'
 import { loadRateLimitConfig } from '../../src/ratelimit/config.ts'
 import { parseRate } from '../../src/ratelimit/policy.ts'
-import { DEFAULT_LIMITED, KNOWN_ROUTES } from './support/app.ts'
+import { DEFAULT_LIMITED, ROUTES } from './support/app.ts'
 
-const load = (env: Record<string, string>) => loadRateLimitConfig(env, DEFAULT_LIMITED, KNOWN_ROUTES)
+const load = (env: Record<string, string>) => loadRateLimitConfig(env, ROUTES)
 
 function throwsNaming(variable: string, env: Record<string, string>, pattern?: RegExp) {
   assert.throws(
@@ -136,10 +136,19 @@ describe('rate-limit configuration', () => {
     throwsNaming('AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS', { AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS: '10' })
   })
 
-  it('a default route the caller passes that does not exist is a programming error', () => {
+  it('the route table alone says which routes are limited by default, per account and for messages', () => {
+    const table = [
+      { key: 'POST /a', rateLimited: true },
+      { key: 'POST /b', rateLimited: false, account: 'message' as const, sendsMessages: true },
+    ]
+    const c = loadRateLimitConfig({}, table)
+    assert.deepEqual([...c.routes.keys()], ['POST /a'])
+    assert.deepEqual([...c.accounts!.routes.keys()], ['POST /b'])
+    assert.deepEqual([...c.budgets!.routes], ['POST /b'])
+    // A route the table gives no account cannot be limited per account.
     assert.throws(
-      () => loadRateLimitConfig({}, ['POST /nope'], KNOWN_ROUTES),
-      (err: Error) => !(err instanceof AuthgateConfigError),
+      () => loadRateLimitConfig({ AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /a=1/1m' }, table),
+      /POST \/a names no account \(routes: POST \/b\)/,
     )
   })
 })

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { loadRateLimitConfig } from '../../src/ratelimit/config.ts'
 import { createRateLimiter } from '../../src/ratelimit/limiter.ts'
-import { DEFAULT_LIMITED, KNOWN_ROUTES, tinyApp } from './support/app.ts'
+import { ROUTES, tinyApp } from './support/app.ts'
 import { recordingLogger } from './support/logger.ts'
 
 function limiterWith(env: Record<string, string> = {}) {
-  const config = loadRateLimitConfig({ AUTHGATE_RATE_LIMIT: '3/1m', ...env }, DEFAULT_LIMITED, KNOWN_ROUTES)
+  const config = loadRateLimitConfig({ AUTHGATE_RATE_LIMIT: '3/1m', ...env }, ROUTES)
   return createRateLimiter(config, recordingLogger())
 }
 

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { loadRateLimitConfig } from '../../src/ratelimit/config.ts'
 import { createRateLimiter } from '../../src/ratelimit/limiter.ts'
 import { RedisStore } from '../../src/ratelimit/redis-store.ts'
-import { DEFAULT_LIMITED, KNOWN_ROUTES, tinyApp } from './support/app.ts'
+import { ROUTES, tinyApp } from './support/app.ts'
 import { recordingLogger } from './support/logger.ts'
 import { redisServerSkipReason, ThrowawayRedis, uniquePrefix } from './support/redis.ts'
 
@@ -34,8 +34,7 @@ describe('redis outage', { skip: redisServerSkipReason() }, () => {
         AUTHGATE_REDIS_TIMEOUT: `${TIMEOUT_MS}ms`,
         AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: onError,
       },
-      DEFAULT_LIMITED,
-      KNOWN_ROUTES,
+      ROUTES,
     )
     const logger = recordingLogger()
     const limiter = createRateLimiter(config, logger)

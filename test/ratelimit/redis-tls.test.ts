@@ -14,7 +14,7 @@ import { AuthgateConfigError } from '../../src/config/env.ts'
 import { loadRateLimitConfig } from '../../src/ratelimit/config.ts'
 import { createRateLimiter } from '../../src/ratelimit/limiter.ts'
 import { explainConnectionError } from '../../src/core/redis.ts'
-import { DEFAULT_LIMITED, KNOWN_ROUTES, tinyApp } from './support/app.ts'
+import { ROUTES, tinyApp } from './support/app.ts'
 import { recordingLogger } from './support/logger.ts'
 import { redisServerSkipReason, ThrowawayRedis, uniquePrefix, type RedisTlsFiles } from './support/redis.ts'
 
@@ -109,8 +109,7 @@ describe('Redis over TLS', { skip: tlsSkipReason(), timeout: 60_000 }, () => {
         AUTHGATE_REDIS_TIMEOUT: '1s',
         AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: onError,
       },
-      DEFAULT_LIMITED,
-      KNOWN_ROUTES,
+      ROUTES,
     )
     const logger = recordingLogger()
     const limiter = createRateLimiter(config, logger)
@@ -167,8 +166,7 @@ describe('Redis over TLS', { skip: tlsSkipReason(), timeout: 60_000 }, () => {
   it('without a CA setting, Node.js’s default trust refuses the throwaway CA', async () => {
     const config = loadRateLimitConfig(
       { AUTHGATE_REDIS_URL: redis.url, AUTHGATE_REDIS_KEY_PREFIX: uniquePrefix('tls') },
-      DEFAULT_LIMITED,
-      KNOWN_ROUTES,
+      ROUTES,
     )
     assert.equal(config.redis?.tlsCa, undefined)
     const logger = recordingLogger()
@@ -187,7 +185,7 @@ describe('Redis over TLS', { skip: tlsSkipReason(), timeout: 60_000 }, () => {
 })
 
 describe('AUTHGATE_REDIS_TLS_CA', () => {
-  const load = (env: Record<string, string>) => loadRateLimitConfig(env, DEFAULT_LIMITED, KNOWN_ROUTES)
+  const load = (env: Record<string, string>) => loadRateLimitConfig(env, ROUTES)
   let dir: string
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'authgate-tls-config-'))

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { loadRateLimitConfig } from '../../src/ratelimit/config.ts'
 import { parseRedisUrl } from '../../src/core/redis-url.ts'
-import { DEFAULT_LIMITED, KNOWN_ROUTES } from './support/app.ts'
+import { ROUTES } from './support/app.ts'
 
 describe('AUTHGATE_REDIS_URL deployments', () => {
   it('one server, plain or TLS, passes the URL to ioredis as it is', () => {
@@ -54,15 +54,14 @@ describe('AUTHGATE_REDIS_URL deployments', () => {
   it('a bad URL is a configuration error that never repeats the password', () => {
     for (const url of ['http://:hunter2@h:1', 'redis+sentinel://:hunter2@h:1', 'redis+cluster://:hunter2@h:1,/x']) {
       assert.throws(
-        () => loadRateLimitConfig({ AUTHGATE_REDIS_URL: url }, DEFAULT_LIMITED, KNOWN_ROUTES),
+        () => loadRateLimitConfig({ AUTHGATE_REDIS_URL: url }, ROUTES),
         (err: Error) => err.message.startsWith('AUTHGATE_REDIS_URL') && !err.message.includes('hunter2'),
         url,
       )
     }
     const c = loadRateLimitConfig(
       { AUTHGATE_REDIS_URL: 'redis+sentinel://s1/m', AUTHGATE_REDIS_SENTINEL_PASSWORD: 'sp' },
-      DEFAULT_LIMITED,
-      KNOWN_ROUTES,
+      ROUTES,
     )
     assert.equal(c.redis?.sentinelPassword, 'sp')
   })

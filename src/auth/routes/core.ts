@@ -79,6 +79,8 @@ export const coreRoutes = withDefaults(CORE, [
       429: [RATE, EMAIL_RATE, SMS_RATE],
     },
     rateLimited: true,
+    account: 'sign-in',
+    sendsMessages: true,
   },
   {
     method: 'POST',
@@ -146,6 +148,7 @@ export const coreRoutes = withDefaults(CORE, [
       429: [RATE],
     },
     rateLimited: true,
+    account: 'sign-in',
   },
   {
     method: 'POST',
@@ -168,6 +171,8 @@ export const coreRoutes = withDefaults(CORE, [
       429: [RATE, EMAIL_RATE, SMS_RATE],
     },
     rateLimited: true,
+    account: 'message',
+    sendsMessages: true,
   },
   {
     method: 'POST',
@@ -190,6 +195,8 @@ export const coreRoutes = withDefaults(CORE, [
       429: [RATE, EMAIL_RATE],
     },
     rateLimited: true,
+    account: 'message',
+    sendsMessages: true,
   },
   {
     method: 'POST',
@@ -232,6 +239,8 @@ export const coreRoutes = withDefaults(CORE, [
     responses: ok('Sent (also for unknown addresses)', MessageResponse),
     errors: { 400: ['email_provider_disabled', 'captcha_failed'], 422: ['validation_failed'], 429: [RATE, EMAIL_RATE] },
     rateLimited: true,
+    account: 'message',
+    sendsMessages: true,
   },
   {
     method: 'POST',
@@ -247,6 +256,8 @@ export const coreRoutes = withDefaults(CORE, [
     responses: ok('Sent', MessageResponse),
     errors: { 400: ['captcha_failed'], 422: ['validation_failed'], 429: [RATE, EMAIL_RATE, SMS_RATE] },
     rateLimited: true,
+    account: 'message',
+    sendsMessages: true,
   },
   {
     method: 'POST',
@@ -276,6 +287,7 @@ export const coreRoutes = withDefaults(CORE, [
   {
     method: 'PUT',
     path: '/user',
+    sendsMessages: true,
     summary: 'Update the signed-in user',
     description:
       'Changes e-mail, phone, password or `user_metadata` (`data`). An e-mail or phone change is confirmed by a message to the new address.',

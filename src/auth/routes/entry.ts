@@ -110,6 +110,18 @@ export interface AuthRoute {
   cookieGuard?: 'sideEffect' | 'consent' | 'pkce'
   /** Limited by default (docs/decisions.md, D11); operators may change the set. */
   rateLimited: boolean
+  /**
+   * The body names an account (its e-mail or phone): the route has a per-account limit
+   * (docs/rate-limiting.md) at the sign-in rate (AUTHGATE_ACCOUNT_RATE_LIMIT) or the message rate
+   * (AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT). Absent: no per-account limit can be set on it.
+   */
+  account?: 'sign-in' | 'message'
+  /**
+   * The route makes Supabase Auth send an e-mail or an SMS (which of the two: the body says) and
+   * draws on the e-mail and SMS budgets (`POST /signup` only while sign-ups are not confirmed
+   * automatically, src/ratelimit/autoconfirm.ts).
+   */
+  sendsMessages?: boolean
   /** Accepts `application/x-www-form-urlencoded` besides JSON (OAuth clients send forms). */
   form?: boolean
   /** The backend's answer is the same for every client: served from the response cache while fresh. */

@@ -2,6 +2,7 @@ import type { RouteGroup } from '../../core/route-groups.ts'
 import { coreRoutes } from './core.ts'
 import type { AuthRoute, RouteIdOf } from './entry.ts'
 import { routeKey } from '../../core/route-key.ts'
+import type { LimitableRoute } from '../../ratelimit/abuse-config.ts'
 import { identityRoutes } from './identities.ts'
 import { mfaRoutes } from './mfa.ts'
 import { oauthServerRoutes, oauthUserRoutes } from './oauth.ts'
@@ -55,6 +56,14 @@ export const routeName = (r: Pick<AuthRoute, 'method' | 'path'>): RouteId => rou
 export const isRouteId = (name: string): name is RouteId => IDS.has(name)
 
 export const DEFAULT_RATE_LIMITED: readonly RouteId[] = AUTH_ROUTES.filter((r) => r.rateLimited).map(routeName)
+
+/** What the rate limiter reads of each route: limited by default, per account, sending messages. */
+export const LIMITABLE_ROUTES: readonly LimitableRoute[] = AUTH_ROUTES.map((r) => ({
+  key: routeName(r),
+  rateLimited: r.rateLimited,
+  account: r.account,
+  sendsMessages: r.sendsMessages,
+}))
 
 /** The routes that are mounted when the given groups are turned off. */
 export function enabledRoutes(disabledGroups: readonly RouteGroup[] = []): AuthRoute[] {

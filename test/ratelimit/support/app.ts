@@ -1,5 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { RateLimiter } from '../../../src/ratelimit/limiter.ts'
+import type { LimitableRoute } from '../../../src/ratelimit/abuse-config.ts'
+import { LIMITABLE_ROUTES } from '../../../src/auth/routes/index.ts'
 
 /** The sign-in and sign-up routes limited by default (docs/decisions.md, D11). */
 export const DEFAULT_LIMITED = [
@@ -21,6 +23,17 @@ export const KNOWN_ROUTES = [
   'PATCH /passkeys/{id}',
   'DELETE /passkeys/{id}',
 ]
+
+/** The route table as the limiter reads it: KNOWN_ROUTES, DEFAULT_LIMITED limited by default, the real table's account and message routes. */
+export const ROUTES: LimitableRoute[] = KNOWN_ROUTES.map((key) => {
+  const real = LIMITABLE_ROUTES.find((r) => r.key === key)
+  return {
+    key,
+    rateLimited: DEFAULT_LIMITED.includes(key),
+    account: real?.account,
+    sendsMessages: real?.sendsMessages,
+  }
+})
 
 export interface TinyApp {
   app: FastifyInstance

@@ -5,9 +5,9 @@
  */
 import { loadRateLimitConfig } from '../../../src/ratelimit/config.ts'
 import { createRateLimiter } from '../../../src/ratelimit/limiter.ts'
-import { DEFAULT_LIMITED, KNOWN_ROUTES, tinyApp } from './app.ts'
+import { ROUTES, tinyApp } from './app.ts'
 
-const config = loadRateLimitConfig(process.env, DEFAULT_LIMITED, KNOWN_ROUTES)
+const config = loadRateLimitConfig(process.env, ROUTES)
 const limiter = createRateLimiter(config, { warn: (...a: unknown[]) => console.error(...a), info: () => {} })
 const trust = process.env.TEST_TRUST_PROXY
 const { app } = tinyApp(limiter, trust ? { trustProxy: trust.split(',') } : {})
