@@ -164,7 +164,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   if (options.services !== undefined) {
     // Loaded on demand: an Auth-only gateway never reads the services' code.
     const { authgateServices } = await import('./services/plugin.ts')
-    await app.register(authgateServices, { services: options.services })
+    await app.register(authgateServices, { services: options.services, trustedProxies: config.trustedProxies })
   }
   // Every answer names its request id, so a client's report can be matched to the log line.
   const idHeader = config.requestIdHeader
@@ -209,6 +209,12 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     connectionLimit,
   })
   forwarder.observer = metrics.observeBackend
+  if (app.hasDecorator('authgateServices')) {
+    const { registerSocketMetrics } = await import('./services/metrics.ts')
+    const { sockets, config: services } = app.authgateServices
+    const relayed = services.upstreams.filter((u) => u.row.websocket).map((u) => u.label)
+    if (relayed.length > 0) registerSocketMetrics(metrics.registry, sockets, relayed)
+  }
   if (config.tracing === 'otlp' || options.tracing?.exporter !== undefined) {
     // Loaded on demand: the OpenTelemetry packages are only needed where traces are made.
     const { installTracing } = await import('./observability/tracing.ts')

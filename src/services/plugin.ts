@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import { EXPOSED_HEADERS } from '../http/cors.ts'
 import { resolveServicesConfig, type ServicesConfig, type ServicesOptions, type ServiceUpstream } from './config.ts'
 import { ServiceProxy } from './proxy.ts'
-import { relayWebSockets } from './websocket.ts'
+import { relayWebSockets, SocketStats } from './websocket.ts'
 
 /**
  * Headers a browser may read from the services' answers besides authgate's own: PostgREST's
@@ -27,12 +27,19 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
 
 export interface ServicesPluginOptions {
   services: ServicesOptions | ServicesConfig
+  /**
+   * The app's trusted proxies (its Fastify `trustProxy` list, AUTHGATE_TRUSTED_PROXIES): the
+   * socket handshake, which Fastify does not see, reads the client IP and request id as it would.
+   */
+  trustedProxies?: readonly string[]
 }
 
 /** What the plugin decorates the instance with (readiness and tests read it). */
 export interface ServicesState {
   config: ServicesConfig
   proxy: ServiceProxy
+  /** The relayed WebSockets, for the metrics. */
+  sockets: SocketStats
 }
 
 declare module 'fastify' {
@@ -63,10 +70,11 @@ async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptio
     sessionCookie: app.authgate.sessions?.sessions.config.cookieName,
     observer: () => app.authgate.forwarder.observer,
   })
-  app.decorate('authgateServices', { config, proxy })
+  const stats = new SocketStats()
+  app.decorate('authgateServices', { config, proxy, sockets: stats })
   app.addHook('onClose', () => proxy.close())
   const sockets = config.upstreams.filter((u) => u.row.websocket)
-  if (sockets.length > 0) relayWebSockets(app, proxy, sockets)
+  if (sockets.length > 0) relayWebSockets(app, proxy, sockets, stats, options.trustedProxies ?? [])
 
   await app.register(async (scope) => {
     const origins = gateway.corsOrigins
