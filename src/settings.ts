@@ -8,6 +8,7 @@ import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
 import { loadSessionConfig, type SessionConfig } from './sessions/config.ts'
 import { loadServicesConfig, withHostedBackend, type ServicesConfig } from './services/config.ts'
+import { serviceRouteKeys } from './services/table.ts'
 
 /**
  * The service's settings, read from the environment in this one place, each through the settings
@@ -27,9 +28,12 @@ export interface ServiceSettings {
   services: ServicesConfig | undefined
 }
 
-/** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
+/**
+ * The rate-limit settings for authgate's own route table and the service routes beside Auth
+ * (`GET /rest/v1/*`; src/services/table.ts) (`{}`: the documented defaults).
+ */
 export function loadRateLimitSettings(env: Env = {}): RateLimitConfig {
-  return loadRateLimitConfig(env, DEFAULT_RATE_LIMITED, AUTH_ROUTES.map(routeName))
+  return loadRateLimitConfig(env, DEFAULT_RATE_LIMITED, [...AUTH_ROUTES.map(routeName), ...serviceRouteKeys()])
 }
 
 /** AUTHGATE_WORKERS: a count, or `auto` for one per core. */

@@ -231,7 +231,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Rate limiting',
     defaultText: 'none',
     meaning:
-      'per-route rates of the per-client-IP limit, `METHOD /template=RATE` or `=off`, comma separated; naming a route here also limits it',
+      'per-route rates of the per-client-IP limit, `METHOD /template=RATE` or `=off`, comma separated; naming a route here also limits it. The services beside Auth by their absolute path (`GET /rest/v1/*=100/1s`, `POST /storage/v1/*`, `GET /graphql/v1`); the methods of one path share a bucket',
   },
   {
     name: 'AUTHGATE_REDIS_URL',

@@ -1,9 +1,11 @@
 import cors from '@fastify/cors'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { EXPOSED_HEADERS } from '../http/cors.ts'
 import { resolveServicesConfig, type ServicesConfig, type ServicesOptions, type ServiceUpstream } from './config.ts'
+import type { RateLimitHook } from '../ratelimit/index.ts'
 import { ServiceProxy } from './proxy.ts'
+import { SERVICE_METHODS, serviceTemplate } from './table.ts'
 import { relayWebSockets, SocketStats } from './websocket.ts'
 
 /**
@@ -23,7 +25,7 @@ export const SERVICE_EXPOSED_HEADERS = [
   'Preference-Applied',
 ]
 
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+const METHODS: string[] = [...SERVICE_METHODS]
 
 export interface ServicesPluginOptions {
   services: ServicesOptions | ServicesConfig
@@ -98,13 +100,48 @@ async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptio
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null))
     // Preflights are authgate's when it answers CORS; otherwise OPTIONS goes to the service too.
     const methods = origins.length > 0 ? METHODS : [...METHODS, 'OPTIONS']
-    for (const upstream of config.upstreams) mount(scope, proxy, upstream, methods)
+    for (const upstream of config.upstreams) mount(scope, proxy, upstream, methods, limits(app, upstream))
   })
 }
 
-function mount(scope: FastifyInstance, proxy: ServiceProxy, upstream: ServiceUpstream, methods: string[]): void {
+/**
+ * The per-client limit of a service's route from AUTHGATE_RATE_LIMIT_ROUTES (`GET /rest/v1/*=100/1s`),
+ * by method, through the limiter the auth routes use (one store, one set of counters and metrics).
+ */
+function limits(app: FastifyInstance, upstream: ServiceUpstream): onRequestHookHandler | undefined {
+  const limiter = app.authgate.rateLimiter
+  if (limiter === undefined) return undefined
+  const template = serviceTemplate(upstream.row)
+  const hooks = new Map<string, RateLimitHook>()
+  for (const method of SERVICE_METHODS) {
+    const hook = limiter.hookFor(method, template)
+    if (hook !== undefined) hooks.set(method, hook)
+  }
+  if (hooks.size === 0) return undefined
+  return function serviceLimit(request, reply, done) {
+    const hook = hooks.get(request.method)
+    if (hook === undefined) return done()
+    // A refusal on a service route is in the `{code, message}` shape whatever is asked (D74): the
+    // limiter reads the version header for it. Only the parsed copy is changed; the request goes
+    // to the service with its raw headers, unchanged.
+    request.headers['x-supabase-api-version'] = '2024-01-01'
+    if (hook.length === 3)
+      return (hook as (r: typeof request, p: typeof reply, d: typeof done) => void)(request, reply, done)
+    ;(hook as (r: typeof request, p: typeof reply) => Promise<unknown>)(request, reply).then(() => {
+      if (!reply.sent) done()
+    }, done)
+  }
+}
+
+function mount(
+  scope: FastifyInstance,
+  proxy: ServiceProxy,
+  upstream: ServiceUpstream,
+  methods: string[],
+  onRequest: onRequestHookHandler | undefined,
+): void {
   const handler = proxy.handler(upstream)
-  const route = { method: methods, handler, schema: { hide: true } }
+  const route = { method: methods, handler, schema: { hide: true }, ...(onRequest ? { onRequest } : {}) }
   const prefix = upstream.row.prefix
   scope.route({ ...route, url: prefix })
   if (!upstream.row.exact) scope.route({ ...route, url: `${prefix}/*` })
