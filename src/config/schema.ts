@@ -502,6 +502,13 @@ export const SETTINGS: readonly Setting[] = [
     meaning:
       'comma list of `sb_secret_…` keys accepted and translated to the service-role key. With any of these four keys set, a service request with another key is refused (401)',
   },
+  {
+    name: 'AUTHGATE_REST_DOCUMENT_REFRESH',
+    group: 'Services',
+    default: '5m',
+    meaning:
+      "with the REST service: how often PostgREST's description of the tables (fetched with the service key at start) is fetched again and merged into the document and reference page under its own tag; `off` to leave it out",
+  },
   // Documentation
   {
     name: 'AUTHGATE_OPENAPI_PATH',

@@ -1,5 +1,7 @@
 import { normaliseBackendUrl } from '../core/backend.ts'
+import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
+import { settingValue } from '../config/schema.ts'
 import { SERVICE_TABLE, type ServiceName, type ServiceRow, type ServiceUrlSetting } from './table.ts'
 
 /** The self-hosted services by the name their URL option carries (GraphQL is REST's PostgREST). */
@@ -53,6 +55,11 @@ export interface ServicesOptions {
   connectTimeoutMs?: number
   /** Most keep-alive connections per service origin. Default 128. */
   connections?: number
+  /**
+   * How often PostgREST's description of the tables is fetched again for the document (docs/services.md);
+   * `false`: it is not fetched and the document describes authgate's routes only. Default 5 minutes.
+   */
+  restDocumentRefreshMs?: number | false
 }
 
 /** One mounted service: its row and where its requests go. */
@@ -78,6 +85,7 @@ export interface ServicesConfig {
   defaultKey: string | undefined
   connectTimeoutMs: number
   connections: number
+  restDocumentRefreshMs: number | false
 }
 
 const OPTION_NAMES = {
@@ -147,6 +155,7 @@ export function resolveServicesConfig(options: ServicesOptions, names = OPTION_N
     defaultKey: options.defaultKey,
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     connections: options.connections ?? 128,
+    restDocumentRefreshMs: options.restDocumentRefreshMs ?? 5 * 60_000,
   }
 }
 
@@ -189,6 +198,14 @@ function list(env: Env, name: string): string[] | undefined {
     .filter(Boolean)
 }
 
+function restDocumentRefresh(env: Env): number | false {
+  const raw = settingValue(env, 'AUTHGATE_REST_DOCUMENT_REFRESH')!
+  if (raw.toLowerCase() === 'off') return false
+  const ms = parseDuration('AUTHGATE_REST_DOCUMENT_REFRESH', raw)
+  if (ms < 1000) throw new AuthgateConfigError('AUTHGATE_REST_DOCUMENT_REFRESH', 'at least 1s, or off')
+  return ms
+}
+
 /** The services from the environment; undefined when none is configured (authgate serves Auth only). */
 export function loadServicesConfig(env: Env): ServicesConfig | undefined {
   const urls: Partial<Record<UpstreamName, string>> = {}
@@ -211,6 +228,7 @@ export function loadServicesConfig(env: Env): ServicesConfig | undefined {
         ...(secret ? { secret } : {}),
       },
       defaultKey: envValue(env, 'AUTHGATE_BACKEND_APIKEY'),
+      restDocumentRefreshMs: restDocumentRefresh(env),
     },
     ENV_NAMES,
   )
