@@ -206,6 +206,18 @@ describe('one createClient for the whole API through authgate', () => {
     },
   )
 
+  it(
+    "the document shows PostgREST's tables beside the auth routes, fetched from the stand-in with the service key",
+    needsBackend,
+    async () => {
+      const doc = await (await fetch(`${stack.url}/openapi.json`)).json()
+      assert.deepEqual(doc.paths['/rest/v1/todos'].get.tags, ['Database (PostgREST)'])
+      assert.ok(doc.paths['/auth/v1/signup'])
+      const asked = rest.requests.find((r) => r.target === '/')!
+      assert.equal(asked.headers.authorization, `Bearer ${serviceKey}`)
+    },
+  )
+
   it('the secret key reads every row as the service role', needsBackend, async () => {
     const admin = createClient(stack.url, SECRET, {
       auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },

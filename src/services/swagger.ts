@@ -25,6 +25,21 @@ export interface SwaggerConversion {
   tag: string
 }
 
+/** The error body of PostgREST and of authgate on the REST routes. */
+const ERROR_SCHEMA = 'rest.Error'
+const ERROR: Json = {
+  type: 'object',
+  description:
+    "An error: PostgREST's (`PGRST…` or a PostgreSQL SQLSTATE) or authgate's own (`no_api_key`, `over_request_rate_limit`)",
+  required: ['code', 'message'],
+  properties: {
+    code: { type: 'string', examples: ['42501'] },
+    message: { type: 'string' },
+    details: { type: ['string', 'null'] },
+    hint: { type: ['string', 'null'] },
+  },
+}
+
 const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'head', 'options'] as const
 
 /** Keywords of a 2.0 non-body parameter that belong in its 3.1 `schema`. */
@@ -123,7 +138,7 @@ export function convertPostgrestSwagger(swagger: unknown, options: SwaggerConver
     throw new Error('not a Swagger 2.0 document')
   const consumes = Array.isArray(swagger.consumes) ? (swagger.consumes as string[]) : ['application/json']
   const produces = Array.isArray(swagger.produces) ? (swagger.produces as string[]) : ['application/json']
-  const schemas: Record<string, unknown> = {}
+  const schemas: Record<string, unknown> = { [ERROR_SCHEMA]: ERROR }
   for (const [name, schema] of Object.entries(isJson(swagger.definitions) ? swagger.definitions : {}))
     schemas[componentName(name)] = rewriteRefs(schema)
   const parameters: Record<string, unknown> = {}
@@ -193,6 +208,19 @@ export function convertPostgrestSwagger(swagger: unknown, options: SwaggerConver
         responses[status] = response
       }
       if (Object.keys(responses).length === 0) responses.default = { description: 'PostgREST answer' }
+      // PostgREST's errors and authgate's own refusals on the route (no key, a rate limit, an
+      // unreachable PostgREST) share the shape: `code` and `message`, PostgREST adding the rest.
+      for (const [range, description] of [
+        [
+          '4XX',
+          "Refused: PostgREST's error (a filter it cannot read, a row-level security denial) or authgate's (no or unknown key, rate limit)",
+        ],
+        ['5XX', 'PostgREST failed, or authgate could not reach it (502) or had no answer in time (504)'],
+      ] as const)
+        responses[range] ??= {
+          description,
+          content: { 'application/json': { schema: { $ref: `#/components/schemas/${ERROR_SCHEMA}` } } },
+        }
       out.responses = responses
       // The user's access token when there is one; the key alone (or authgate's configured one) otherwise.
       out.security = [{ bearerAuth: [] }, {}]

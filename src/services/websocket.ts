@@ -215,7 +215,8 @@ export function relayWebSockets(
         if (closed) return
         closed = true
         open.delete(stop)
-        socket.destroy()
+        // Going away: the close frame written with end() is left to reach the client.
+        if (stopping === undefined) socket.destroy()
         upSocket.destroy()
         const durationMs = performance.now() - started
         stats.closing(upstream.label, durationMs / 1000)

@@ -58,7 +58,7 @@ test("the document carries PostgREST's description, fetched with the service key
 
 test('a description that cannot be fetched leaves the document as it was, with a log line', async () => {
   const log = logLines()
-  const h = await withServices({}, {}, { logger: { stream: log.stream } })
+  const h = await withServices({ restDocumentRefreshMs: 60_000 }, {}, { logger: { stream: log.stream } })
   try {
     const doc = await (await fetch(`${h.url}/openapi.json`)).json()
     assert.ok(doc.paths['/auth/signup'])
@@ -76,7 +76,7 @@ test('a description that cannot be fetched leaves the document as it was, with a
 })
 
 test('off: the description is not asked for', async () => {
-  const h = await withServices({ restDocumentRefreshMs: false })
+  const h = await withServices({ restDocumentRefreshMs: false }, {}, { openapi: {} })
   try {
     await fetch(`${h.url}/openapi.json`)
     assert.equal(

@@ -19,6 +19,11 @@ test("PostgREST's Swagger 2.0 becomes 3.1 paths under the client's prefix, one t
     items: { $ref: '#/components/schemas/rest.todos' },
   })
   assert.deepEqual(todos.get.responses['206'], { description: 'Partial Content' })
+  // Errors are documented in the shape PostgREST and authgate's refusals share.
+  assert.deepEqual(todos.post.responses['4XX'].content['application/json'].schema, {
+    $ref: '#/components/schemas/rest.Error',
+  })
+  assert.deepEqual((part.schemas['rest.Error'] as Record<string, any>).required, ['code', 'message'])
   // A body parameter is a request body, every media type PostgREST consumes.
   assert.deepEqual(todos.post.requestBody, { $ref: '#/components/requestBodies/rest.body.todos' })
   assert.deepEqual(part.requestBodies['rest.body.todos'], {
@@ -97,7 +102,7 @@ test('anything but a Swagger 2.0 document is refused; merging adds and never rep
   }
   const merged = mergeRestPart(doc, part)
   assert.deepEqual(Object.keys(merged.paths), ['/auth/signup', '/rest/v1/todos'])
-  assert.deepEqual(Object.keys(merged.components.schemas as object), ['Todo', 'rest.todos'])
+  assert.deepEqual(Object.keys(merged.components.schemas as object), ['Todo', 'rest.Error', 'rest.todos'])
   assert.deepEqual(merged.components.securitySchemes, { bearerAuth: { type: 'http', scheme: 'bearer' } })
   assert.deepEqual(
     merged.tags.map((t) => t.name),
