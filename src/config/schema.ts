@@ -503,6 +503,13 @@ export const SETTINGS: readonly Setting[] = [
       'comma list of `sb_secret_…` keys accepted and translated to the service-role key. With any of these four keys set, a service request with another key is refused (401)',
   },
   {
+    name: 'AUTHGATE_USER_RATE_LIMIT_ROUTES',
+    group: 'Services',
+    defaultText: 'none',
+    meaning:
+      "per-user rates on the services' routes, as `AUTHGATE_RATE_LIMIT_ROUTES` writes them (`GET /rest/v1/*=600/1m`): the user is the `sub` of the access token, verified with Supabase Auth's key set; requests without one count per client only",
+  },
+  {
     name: 'AUTHGATE_REST_DOCUMENT_REFRESH',
     group: 'Services',
     default: '5m',

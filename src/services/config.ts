@@ -2,6 +2,8 @@ import { normaliseBackendUrl } from '../core/backend.ts'
 import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
+import type { RateLimitPolicy } from '../ratelimit/index.ts'
+import { parseUserLimits } from './user-limits.ts'
 import { SERVICE_TABLE, type ServiceName, type ServiceRow, type ServiceUrlSetting } from './table.ts'
 
 /** The self-hosted services by the name their URL option carries (GraphQL is REST's PostgREST). */
@@ -60,6 +62,11 @@ export interface ServicesOptions {
    * `false`: it is not fetched and the document describes authgate's routes only. Default 5 minutes.
    */
   restDocumentRefreshMs?: number | false
+  /**
+   * Per-user rates on the service routes (`GET /rest/v1/*=600/1m`, the syntax of
+   * AUTHGATE_RATE_LIMIT_ROUTES), the user being the verified `sub` of the access token.
+   */
+  userRateLimitRoutes?: string | undefined
 }
 
 /** One mounted service: its row and where its requests go. */
@@ -86,6 +93,8 @@ export interface ServicesConfig {
   connectTimeoutMs: number
   connections: number
   restDocumentRefreshMs: number | false
+  /** Per-user policies by `METHOD /path` (empty: none). */
+  userLimits: Map<string, RateLimitPolicy>
 }
 
 const OPTION_NAMES = {
@@ -96,6 +105,7 @@ const OPTION_NAMES = {
   service: 'services.keys.service',
   publishable: 'services.keys.publishable',
   secret: 'services.keys.secret',
+  userLimits: 'services.userRateLimitRoutes',
 }
 
 const ENV_NAMES: typeof OPTION_NAMES = {
@@ -106,6 +116,7 @@ const ENV_NAMES: typeof OPTION_NAMES = {
   service: 'AUTHGATE_SERVICE_ROLE_KEY',
   publishable: 'AUTHGATE_PUBLISHABLE_KEYS',
   secret: 'AUTHGATE_SECRET_KEYS',
+  userLimits: 'AUTHGATE_USER_RATE_LIMIT_ROUTES',
 }
 
 const HOST = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i
@@ -156,6 +167,7 @@ export function resolveServicesConfig(options: ServicesOptions, names = OPTION_N
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     connections: options.connections ?? 128,
     restDocumentRefreshMs: options.restDocumentRefreshMs ?? 5 * 60_000,
+    userLimits: parseUserLimits(names.userLimits, options.userRateLimitRoutes),
   }
 }
 
@@ -229,6 +241,7 @@ export function loadServicesConfig(env: Env): ServicesConfig | undefined {
       },
       defaultKey: envValue(env, 'AUTHGATE_BACKEND_APIKEY'),
       restDocumentRefreshMs: restDocumentRefresh(env),
+      userRateLimitRoutes: envValue(env, 'AUTHGATE_USER_RATE_LIMIT_ROUTES'),
     },
     ENV_NAMES,
   )

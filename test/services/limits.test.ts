@@ -51,3 +51,54 @@ test('service routes in AUTHGATE_RATE_LIMIT_ROUTES are checked like the auth rou
     /share one bucket \(same template\) and need the same rate/,
   )
 })
+
+test("per user: the verified token's sub has its own bucket; a forged or missing token counts per client only", async () => {
+  const { generateKeyPair, exportJWK, SignJWT } = await import('jose')
+  const { publicKey, privateKey } = await generateKeyPair('ES256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }
+  const stranger = await generateKeyPair('ES256')
+  const token = (sub: string, key = privateKey) =>
+    new SignJWT({ role: 'authenticated' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setSubject(sub)
+      .setExpirationTime('1h')
+      .sign(key)
+  const h = await withServices({ userRateLimitRoutes: 'GET /rest/v1/*=2/1m' }, {}, { rateLimit: limited('') })
+  try {
+    h.upstream.handler = (req, res) => {
+      if (req.url === '/auth/.well-known/jwks.json') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }))
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('[]')
+    }
+    const get = (bearer?: string) =>
+      fetch(`${h.url}/rest/v1/todos`, {
+        headers: { apikey: PUBLISHABLE, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+      })
+    const ada = await token('ada')
+    assert.equal((await get(ada)).status, 200)
+    assert.equal((await get(ada)).status, 200)
+    const refused = await get(ada)
+    assert.equal(refused.status, 429)
+    assert.ok(Number(refused.headers.get('retry-after')) > 0)
+    assert.deepEqual(await refused.json(), {
+      code: 'over_request_rate_limit',
+      message: 'Too many requests for this user; try again later',
+    })
+    assert.equal((await get(await token('grace'))).status, 200, 'another user has a bucket of their own')
+    // A token claiming ada's sub but not signed by Supabase Auth does not spend (or reach) her bucket.
+    assert.equal((await get(await token('ada', stranger.privateKey))).status, 200)
+    for (let i = 0; i < 3; i++) assert.equal((await get()).status, 200, 'no token: per client only')
+  } finally {
+    await h.close()
+  }
+})
+
+test('per-user routes are checked like the per-client ones', async () => {
+  const { resolveServicesConfig } = await import('../../src/services/config.ts')
+  const config = (routes: string) => resolveServicesConfig({ urls: { rest: 'http://x' }, userRateLimitRoutes: routes })
+  assert.equal(config('GET /rest/v1/*=5/1s').userLimits.get('GET /rest/v1/*')?.limit, 5)
+  assert.throws(() => config('POST /signup=5/1s'), /no such service route/)
+  assert.throws(() => config('GET /rest/v1/*=5/1s,POST /rest/v1/*=6/1s'), /share one bucket/)
+})
