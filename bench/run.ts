@@ -236,6 +236,7 @@ function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildP
 // Forwarding cases measure forwarding: no per-IP limit, and no per-account limit on the one account
 // every request of case (a) names (it would answer 429 after ten).
 const unlimited = { AUTHGATE_RATE_LIMITED_ROUTES: 'none', AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=off' }
+const rest = { AUTHGATE_REST_URL: `http://127.0.0.1:${PORTS.backend}`, AUTHGATE_REST_DOCUMENT_REFRESH: 'off' }
 const limitedRedis = {
   AUTHGATE_REDIS_URL: 'redis://127.0.0.1:6379',
   AUTHGATE_REDIS_KEY_PREFIX: `bench:${process.pid}:`,
@@ -259,7 +260,8 @@ if (want('node')) {
   })
 }
 if (want('authgate')) {
-  const a = authgate(PORTS.authgate, unlimited)
+  // With the REST service mounted (case e): PostgREST is the fake backend too.
+  const a = authgate(PORTS.authgate, { ...unlimited, ...rest })
   const m = authgate(PORTS.authgateMemory, {})
   peers.push({
     name: 'authgate',
@@ -495,6 +497,13 @@ const CASES: Case[] = [
     latency: true,
   },
   {
+    id: 'rest',
+    label: '(e) GET /rest/v1/todos (the REST service beside Auth, streamed)',
+    request: { method: 'GET', path: '/rest/v1/todos?select=*', headers: { apikey: 'bench-publishable-key' } },
+    expect: 200,
+    latency: true,
+  },
+  {
     id: 'e',
     label: '(e) GET /openapi.json (gzip, as browsers ask)',
     request: { method: 'GET', path: '/openapi.json', headers: { 'accept-encoding': 'gzip' } },
@@ -511,7 +520,7 @@ function portFor(peer: Peer, c: Case): number | undefined {
   return peer.port >= 0 ? peer.port : undefined
 }
 function pathFor(peer: Peer, c: Case): string {
-  return peer.direct ? c.request.path.replace(/^\/auth/, '') : c.request.path
+  return peer.direct ? c.request.path.replace(/^\/(auth|rest\/v1)/, '') : c.request.path
 }
 
 async function oneRequest(port: number, spec: RequestSpec): Promise<number> {

@@ -22,7 +22,7 @@ const SECRET = 'sb_secret_e2e_services'
 const PASSWORD = 'correct-horse-battery-7'
 
 /**
- * One `createClient` pointed at authgate alone, as issue 37 asks: sign-in against the real
+ * One `createClient` pointed at authgate alone, as a Supabase app does: sign-in against the real
  * Supabase Auth, `from()`, storage and functions against stand-ins that check tokens as the real
  * services do (e2e/support/service-stand-ins.ts; docs/e2e.md labels them).
  */
@@ -203,6 +203,18 @@ describe('one createClient for the whole API through authgate', () => {
       assert.equal(status, 401)
       assert.equal(error?.message, 'Invalid API key')
       assert.equal(rest.requests.length, before)
+    },
+  )
+
+  it(
+    "the document shows PostgREST's tables beside the auth routes, fetched from the stand-in with the service key",
+    needsBackend,
+    async () => {
+      const doc = await (await fetch(`${stack.url}/openapi.json`)).json()
+      assert.deepEqual(doc.paths['/rest/v1/todos'].get.tags, ['Database (PostgREST)'])
+      assert.ok(doc.paths['/auth/v1/signup'])
+      const asked = rest.requests.find((r) => r.target === '/')!
+      assert.equal(asked.headers.authorization, `Bearer ${serviceKey}`)
     },
   )
 

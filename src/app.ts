@@ -185,7 +185,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   if (options.services !== undefined) {
     // Loaded on demand: an Auth-only gateway never reads the services' code.
     const { authgateServices } = await import('./services/plugin.ts')
-    await app.register(authgateServices, { services: options.services })
+    await app.register(authgateServices, { services: options.services, trustedProxies: config.trustedProxies })
   }
   // Every answer names its request id, so a client's report can be matched to the log line.
   const idHeader = config.requestIdHeader
@@ -230,6 +230,12 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     connectionLimit,
   })
   forwarder.observer = metrics.observeBackend
+  if (app.hasDecorator('authgateServices')) {
+    const { registerSocketMetrics } = await import('./services/metrics.ts')
+    const { sockets, config: services } = app.authgateServices
+    const relayed = services.upstreams.filter((u) => u.row.websocket).map((u) => u.label)
+    if (relayed.length > 0) registerSocketMetrics(metrics.registry, sockets, relayed)
+  }
   if (config.tracing === 'otlp' || options.tracing?.exporter !== undefined) {
     // Loaded on demand: the OpenTelemetry packages are only needed where traces are made.
     const { installTracing } = await import('./observability/tracing.ts')
@@ -277,8 +283,27 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   }
   if (options.refuseEarly && rateLimiter) refuseEarly(app, config, rateLimiter, metrics)
   if (options.answerUnrouted) app.setNotFoundHandler(unrouted(enabledRoutes(config.disabledGroups), config.prefix))
-  registerDocs(app, registry, options.openapi)
+  registerDocs(app, registry, options.openapi, await restDocument(app, options))
   return app
+}
+
+/**
+ * PostgREST's description of the tables in the document when the REST service is mounted
+ * (src/services/rest-document.ts): first fetched while the app gets ready (for at most 2 s: a
+ * PostgREST still starting does not hold authgate), then on its refresh interval.
+ */
+async function restDocument(app: FastifyInstance, options: AuthgateOptions) {
+  if (!app.hasDecorator('authgateServices') || options.openapi?.enabled === false) return undefined
+  const { proxy, config } = app.authgateServices
+  const rest = config.upstreams.find((u) => u.row.name === 'rest')
+  if (rest === undefined || config.restDocumentRefreshMs === false) return undefined
+  const { RestDocument } = await import('./services/rest-document.ts')
+  const doc = new RestDocument({ proxy, upstream: rest, refreshMs: config.restDocumentRefreshMs, log: app.log })
+  app.addHook('onReady', async () => {
+    await Promise.race([doc.start(), new Promise((resolve) => setTimeout(resolve, 2000).unref())])
+  })
+  app.addHook('onClose', async () => doc.stop())
+  return doc
 }
 
 /**

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
-import { enabledRoutes, LIMITABLE_ROUTES, routeName } from './auth/routes/index.ts'
+import { enabledRoutes, routeName } from './auth/routes/index.ts'
 import {
   backendOptions,
   CORE_OPTIONS,
@@ -22,7 +22,7 @@ import { resolveRateLimitOptions, type RateLimitOptions } from './ratelimit/opti
 import { DEVICE_COOKIE } from './ratelimit/device-cookie.ts'
 import { createSessionGate, documentCookieAccess, type SessionGate, type SessionOptions } from './sessions/index.ts'
 import type { SessionStore } from './sessions/store.ts'
-import { loadRateLimitSettings } from './settings.ts'
+import { loadRateLimitSettings, RATE_LIMITABLE_ROUTES } from './settings.ts'
 import { refuseUnknownOptions } from './config/known-options.ts'
 import { authValidatorCompiler } from './validation.ts'
 
@@ -152,7 +152,7 @@ function rateLimitConfig(given: AuthgatePluginOptions['rateLimit']): RateLimitCo
   if (given === false) return undefined
   if (given === undefined) return loadRateLimitSettings()
   if ('routes' in given && given.routes instanceof Map) return given as RateLimitConfig
-  return resolveRateLimitOptions(given as RateLimitOptions, LIMITABLE_ROUTES)
+  return resolveRateLimitOptions(given as RateLimitOptions, RATE_LIMITABLE_ROUTES)
 }
 
 /**

@@ -5,9 +5,11 @@ import { AuthgateConfigError, type Env } from './config/env.ts'
 import { settingValue } from './config/schema.ts'
 import { notHttp } from './core/url-message.ts'
 import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
+import type { LimitableRoute } from './ratelimit/abuse-config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
 import { loadSessionConfig, type SessionConfig } from './sessions/config.ts'
 import { loadServicesConfig, withHostedBackend, type ServicesConfig } from './services/config.ts'
+import { serviceRouteKeys } from './services/table.ts'
 
 /**
  * The service's settings, read from the environment in this one place, each through the settings
@@ -27,9 +29,18 @@ export interface ServiceSettings {
   services: ServicesConfig | undefined
 }
 
-/** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
+/** Every route a rate limit may name: the auth routes' table and the services' routes beside it. */
+export const RATE_LIMITABLE_ROUTES: readonly LimitableRoute[] = [
+  ...LIMITABLE_ROUTES,
+  ...serviceRouteKeys().map((key) => ({ key, rateLimited: false })),
+]
+
+/**
+ * The rate-limit settings for authgate's own route table and the service routes beside Auth
+ * (`GET /rest/v1/*`; src/services/table.ts) (`{}`: the documented defaults).
+ */
 export function loadRateLimitSettings(env: Env = {}): RateLimitConfig {
-  return loadRateLimitConfig(env, LIMITABLE_ROUTES)
+  return loadRateLimitConfig(env, RATE_LIMITABLE_ROUTES)
 }
 
 /** AUTHGATE_WORKERS: a count, or `auto` for one per core. */

@@ -85,6 +85,138 @@ function bearer(req: IncomingMessage): string | undefined {
 }
 
 /**
+ * The description PostgREST v12 answers `GET /` with (Swagger 2.0) for the stand-in's one table,
+ * `todos (id bigint primary key, title text not null, user_id uuid)`, with the comment
+ * "Things to do" on the table, in the shape PostgREST writes: row filters, `select`, `order`,
+ * `Range`, `Prefer` and the table's body as shared parameters, paths referring to them.
+ */
+export function postgrestSwagger(host = '0.0.0.0:3000'): Record<string, unknown> {
+  const rowFilters = ['id', 'title', 'user_id'].map((c) => ({ $ref: `#/parameters/rowFilter.todos.${c}` }))
+  const ref = (name: string) => ({ $ref: `#/parameters/${name}` })
+  const filter = (name: string, format: string) => ({ name, required: false, format, in: 'query', type: 'string' })
+  const prefer = (values: string[]) => ({
+    name: 'Prefer',
+    description: 'Preference',
+    required: false,
+    enum: values,
+    in: 'header',
+    type: 'string',
+  })
+  const mediaTypes = [
+    'application/json',
+    'application/vnd.pgrst.object+json;nulls=stripped',
+    'application/vnd.pgrst.object+json',
+    'text/csv',
+  ]
+  return {
+    swagger: '2.0',
+    info: { description: '', title: 'standard public schema', version: '12.2.3' },
+    host,
+    basePath: '/',
+    schemes: ['http'],
+    consumes: mediaTypes,
+    produces: mediaTypes,
+    paths: {
+      '/': {
+        get: {
+          produces: ['application/openapi+json', 'application/json'],
+          responses: { '200': { description: 'OK' } },
+          summary: 'OpenAPI description (this document)',
+          tags: ['Introspection'],
+        },
+      },
+      '/todos': {
+        get: {
+          parameters: [
+            ...rowFilters,
+            ref('select'),
+            ref('order'),
+            ref('range'),
+            ref('rangeUnit'),
+            ref('offset'),
+            ref('limit'),
+            ref('preferCount'),
+          ],
+          responses: {
+            '200': { description: 'OK', schema: { items: { $ref: '#/definitions/todos' }, type: 'array' } },
+            '206': { description: 'Partial Content' },
+          },
+          summary: 'Things to do',
+          tags: ['todos'],
+        },
+        post: {
+          parameters: [ref('body.todos'), ref('select'), ref('preferPost')],
+          responses: { '201': { description: 'Created' } },
+          summary: 'Things to do',
+          tags: ['todos'],
+        },
+        delete: {
+          parameters: [...rowFilters, ref('preferReturn')],
+          responses: { '204': { description: 'No Content' } },
+          summary: 'Things to do',
+          tags: ['todos'],
+        },
+        patch: {
+          parameters: [...rowFilters, ref('body.todos'), ref('preferReturn')],
+          responses: { '204': { description: 'No Content' } },
+          summary: 'Things to do',
+          tags: ['todos'],
+        },
+      },
+    },
+    definitions: {
+      todos: {
+        description: 'Things to do',
+        required: ['id', 'title'],
+        properties: {
+          id: { description: 'Note:\nThis is a Primary Key.<pk/>', format: 'bigint', type: 'integer' },
+          title: { format: 'text', type: 'string' },
+          user_id: { format: 'uuid', type: 'string' },
+        },
+        type: 'object',
+      },
+    },
+    parameters: {
+      preferParams: prefer(['params=single-object']),
+      preferReturn: prefer(['return=representation', 'return=minimal', 'return=none']),
+      preferCount: prefer(['count=none']),
+      preferPost: prefer([
+        'return=representation',
+        'return=minimal',
+        'return=none',
+        'resolution=ignore-duplicates',
+        'resolution=merge-duplicates',
+      ]),
+      select: { name: 'select', description: 'Filtering Columns', required: false, in: 'query', type: 'string' },
+      on_conflict: { name: 'on_conflict', description: 'On Conflict', required: false, in: 'query', type: 'string' },
+      order: { name: 'order', description: 'Ordering', required: false, in: 'query', type: 'string' },
+      range: { name: 'Range', description: 'Limiting and Pagination', required: false, in: 'header', type: 'string' },
+      rangeUnit: {
+        name: 'Range-Unit',
+        description: 'Limiting and Pagination',
+        required: false,
+        default: 'items',
+        in: 'header',
+        type: 'string',
+      },
+      offset: { name: 'offset', description: 'Limiting and Pagination', required: false, in: 'query', type: 'string' },
+      limit: { name: 'limit', description: 'Limiting and Pagination', required: false, in: 'query', type: 'string' },
+      'body.todos': {
+        name: 'todos',
+        description: 'todos',
+        required: false,
+        in: 'body',
+        schema: { $ref: '#/definitions/todos' },
+      },
+      'rowFilter.todos.id': filter('id', 'bigint'),
+      'rowFilter.todos.title': filter('title', 'text'),
+      'rowFilter.todos.user_id': filter('user_id', 'uuid'),
+    },
+    externalDocs: { description: 'PostgREST Documentation', url: 'https://postgrest.org/en/v12/references/api.html' },
+  }
+}
+
+/**
  * PostgREST (v12/v13) on one table, `todos (id, title, user_id)`, with the row-level security of
  * the usual "owner only" policy: the role and the user come from the verified JWT (no token: the
  * anon role), errors are PostgREST's (`PGRST301` for a token it cannot verify, `PGRST303` for an
@@ -111,6 +243,10 @@ export function startPostgrestStandIn(keys: () => ProjectKeys): Promise<StandIn>
           { 'www-authenticate': 'Bearer error="invalid_token"' },
         )
       }
+    }
+    // The description (PostgREST's `openapi-mode` default, follow-privileges: every role here may read todos).
+    if (url.pathname === '/' && req.method === 'GET') {
+      return json(res, 200, postgrestSwagger(), { 'content-type': 'application/openapi+json; charset=utf-8' })
     }
     if (url.pathname !== '/todos')
       return json(res, 404, {

@@ -231,7 +231,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Rate limiting',
     defaultText: 'none',
     meaning:
-      'per-route rates of the per-client-IP limit, `METHOD /template=RATE` or `=off`, comma separated; naming a route here also limits it',
+      'per-route rates of the per-client-IP limit, `METHOD /template=RATE` or `=off`, comma separated; naming a route here also limits it. The services beside Auth by their absolute path (`GET /rest/v1/*=100/1s`, `POST /storage/v1/*`, `GET /graphql/v1`); the methods of one path share a bucket',
   },
   {
     name: 'AUTHGATE_REDIS_URL',
@@ -501,6 +501,20 @@ export const SETTINGS: readonly Setting[] = [
     defaultText: 'none',
     meaning:
       'comma list of `sb_secret_…` keys accepted and translated to the service-role key. With any of these four keys set, a service request with another key is refused (401)',
+  },
+  {
+    name: 'AUTHGATE_USER_RATE_LIMIT_ROUTES',
+    group: 'Services',
+    defaultText: 'none',
+    meaning:
+      "per-user rates on the services' routes, as `AUTHGATE_RATE_LIMIT_ROUTES` writes them (`GET /rest/v1/*=600/1m`): the user is the `sub` of the access token, verified with Supabase Auth's key set; requests without one count per client only",
+  },
+  {
+    name: 'AUTHGATE_REST_DOCUMENT_REFRESH',
+    group: 'Services',
+    default: '5m',
+    meaning:
+      "with the REST service: how often PostgREST's description of the tables (fetched with the service key at start) is fetched again and merged into the document and reference page under its own tag; `off` to leave it out",
   },
   // Documentation
   {

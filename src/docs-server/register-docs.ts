@@ -24,6 +24,16 @@ export interface DocsRoutes {
   scriptPath: string | false
 }
 
+/**
+ * A part of the document that does not come from the routes (PostgREST's description of the
+ * tables, src/services/rest-document.ts): merged into both renderings, which are built again when
+ * its version changes.
+ */
+export interface DocumentExtension {
+  readonly version: number
+  apply(doc: OpenApiDocument): OpenApiDocument
+}
+
 // Hidden from the document: they describe the documentation, not the API.
 const hidden = { schema: { hide: true } }
 
@@ -33,7 +43,7 @@ function joinPath(prefix: string, path: string): string {
 }
 
 interface Rendered {
-  version: number
+  version: string
   body: Buffer
   etag: string
   /** The same bytes gzipped once (the document compresses about 7:1), with an ETag of its own. */
@@ -45,11 +55,15 @@ interface Rendered {
  * The serialised document and its ETag, rebuilt only when the registry has recorded a route since
  * the last build (routes can only be added before the server starts, so in practice once).
  */
-function cachedRendering(registry: RouteRegistry, build: () => OpenApiDocument): () => Rendered {
+function cachedRendering(
+  registry: RouteRegistry,
+  build: () => OpenApiDocument,
+  extension: DocumentExtension | undefined,
+): () => Rendered {
   let cached: Rendered | undefined
   return () => {
-    if (cached?.version !== registry.version) {
-      const version = registry.version
+    const version = `${registry.version}:${extension?.version ?? 0}`
+    if (cached?.version !== version) {
       const body = Buffer.from(JSON.stringify(build()))
       const hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
       cached = { version, body, etag: `"${hash}"`, gzip: gzipSync(body), gzipEtag: `"${hash}-gzip"` }
@@ -82,6 +96,7 @@ export function registerDocs(
   app: FastifyInstance,
   registry: RouteRegistry,
   options: RegisterDocsOptions = {},
+  extension?: DocumentExtension,
 ): DocsRoutes {
   const config = resolveOpenApiConfig(options)
   const prefix = app.prefix ?? ''
@@ -96,10 +111,12 @@ export function registerDocs(
 
   const build = () =>
     forTryIt(
-      buildOpenApiDocument(registry.entries(), {
-        ...options,
-        sharedSchemas: { ...app.getSchemas(), ...(options.sharedSchemas ?? {}) },
-      }),
+      (extension?.apply.bind(extension) ?? ((doc: OpenApiDocument) => doc))(
+        buildOpenApiDocument(registry.entries(), {
+          ...options,
+          sharedSchemas: { ...app.getSchemas(), ...(options.sharedSchemas ?? {}) },
+        }),
+      ),
       // Read when the document is first asked for: the plugin may be registered after this call.
       {
         prefix: app.hasDecorator('authgate') ? app.authgate.config.prefix : undefined,
@@ -107,10 +124,10 @@ export function registerDocs(
       },
     )
 
-  const openapi31 = cachedRendering(registry, build)
+  const openapi31 = cachedRendering(registry, build, extension)
   app.get(config.openapiPath, hidden, async (request, reply) => sendJson(request, reply, openapi31()))
   if (config.openapi30Path !== false) {
-    const openapi30 = cachedRendering(registry, () => toOpenApi30(build()))
+    const openapi30 = cachedRendering(registry, () => toOpenApi30(build()), extension)
     app.get(config.openapi30Path, hidden, async (request, reply) => sendJson(request, reply, openapi30()))
   }
 

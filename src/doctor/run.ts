@@ -2,7 +2,9 @@ import type { FastifyBaseLogger } from 'fastify'
 import { backendOptions, type CoreConfig } from '../config.ts'
 import { SupabaseAuthClient } from '../core/backend.ts'
 import type { RateLimitConfig } from '../ratelimit/config.ts'
+import type { ServicesConfig } from '../services/config.ts'
 import { runChecks } from './checks.ts'
+import { serviceChecks } from './services.ts'
 import { formatFindings, hasError, type Finding } from './findings.ts'
 
 export interface DoctorSettings {
@@ -13,6 +15,8 @@ export interface DoctorSettings {
   workers?: number | undefined
   /** Supabase Auth's `GOTRUE_*` settings, where the operator gave them (the doctor's environment). */
   backendEnv?: Readonly<Record<string, string | undefined>> | undefined
+  /** The services beside Auth (src/services/): each upstream checked too. */
+  services?: ServicesConfig | undefined
 }
 
 /** The checks with a client of their own, closed afterwards. */
@@ -20,7 +24,7 @@ export async function diagnose(settings: DoctorSettings, probe: boolean): Promis
   // A few connections: the doctor sends one request at a time.
   const backend = new SupabaseAuthClient(backendOptions(settings.core, 4))
   try {
-    return await runChecks({
+    const findings = await runChecks({
       config: settings.core,
       rateLimit: settings.rateLimit,
       publicUrl: settings.publicUrl,
@@ -29,6 +33,9 @@ export async function diagnose(settings: DoctorSettings, probe: boolean): Promis
       backend,
       probe,
     })
+    if (settings.services !== undefined)
+      findings.push(...(await serviceChecks(settings.services, backend, settings.core.backendTimeoutMs)))
+    return findings
   } finally {
     await backend.close()
   }

@@ -1,6 +1,10 @@
 import { normaliseBackendUrl } from '../core/backend.ts'
 import { refuseUnknownOptions } from '../config/known-options.ts'
+import { parseDuration } from '../config.ts'
 import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
+import { settingValue } from '../config/schema.ts'
+import type { RateLimitPolicy } from '../ratelimit/index.ts'
+import { parseUserLimits } from './user-limits.ts'
 import { SERVICE_TABLE, type ServiceName, type ServiceRow, type ServiceUrlSetting } from './table.ts'
 
 /** The self-hosted services by the name their URL option carries (GraphQL is REST's PostgREST). */
@@ -54,6 +58,16 @@ export interface ServicesOptions {
   connectTimeoutMs?: number
   /** Most keep-alive connections per service origin. Default 128. */
   connections?: number
+  /**
+   * How often PostgREST's description of the tables is fetched again for the document (docs/services.md);
+   * `false`: it is not fetched and the document describes authgate's routes only. Default 5 minutes.
+   */
+  restDocumentRefreshMs?: number | false
+  /**
+   * Per-user rates on the service routes (`GET /rest/v1/*=600/1m`, the syntax of
+   * AUTHGATE_RATE_LIMIT_ROUTES), the user being the verified `sub` of the access token.
+   */
+  userRateLimitRoutes?: string | undefined
 }
 
 /** One mounted service: its row and where its requests go. */
@@ -79,6 +93,9 @@ export interface ServicesConfig {
   defaultKey: string | undefined
   connectTimeoutMs: number
   connections: number
+  restDocumentRefreshMs: number | false
+  /** Per-user policies by `METHOD /path` (empty: none). */
+  userLimits: Map<string, RateLimitPolicy>
 }
 
 const OPTION_NAMES = {
@@ -89,6 +106,7 @@ const OPTION_NAMES = {
   service: 'services.keys.service',
   publishable: 'services.keys.publishable',
   secret: 'services.keys.secret',
+  userLimits: 'services.userRateLimitRoutes',
 }
 
 const ENV_NAMES: typeof OPTION_NAMES = {
@@ -99,6 +117,7 @@ const ENV_NAMES: typeof OPTION_NAMES = {
   service: 'AUTHGATE_SERVICE_ROLE_KEY',
   publishable: 'AUTHGATE_PUBLISHABLE_KEYS',
   secret: 'AUTHGATE_SECRET_KEYS',
+  userLimits: 'AUTHGATE_USER_RATE_LIMIT_ROUTES',
 }
 
 // Every key of ServicesOptions, checked complete by the type.
@@ -111,6 +130,8 @@ const SERVICES_OPTION_KEYS = Object.keys({
   timeoutsMs: true,
   connectTimeoutMs: true,
   connections: true,
+  restDocumentRefreshMs: true,
+  userRateLimitRoutes: true,
 } satisfies Record<keyof ServicesOptions, true>)
 
 const HOST = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i
@@ -161,6 +182,8 @@ export function resolveServicesConfig(options: ServicesOptions, names = OPTION_N
     defaultKey: options.defaultKey,
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     connections: options.connections ?? 128,
+    restDocumentRefreshMs: options.restDocumentRefreshMs ?? 5 * 60_000,
+    userLimits: parseUserLimits(names.userLimits, options.userRateLimitRoutes),
   }
 }
 
@@ -203,6 +226,14 @@ function list(env: Env, name: string): string[] | undefined {
     .filter(Boolean)
 }
 
+function restDocumentRefresh(env: Env): number | false {
+  const raw = settingValue(env, 'AUTHGATE_REST_DOCUMENT_REFRESH')!
+  if (raw.toLowerCase() === 'off') return false
+  const ms = parseDuration('AUTHGATE_REST_DOCUMENT_REFRESH', raw)
+  if (ms < 1000) throw new AuthgateConfigError('AUTHGATE_REST_DOCUMENT_REFRESH', 'at least 1s, or off')
+  return ms
+}
+
 /** The services from the environment; undefined when none is configured (authgate serves Auth only). */
 export function loadServicesConfig(env: Env): ServicesConfig | undefined {
   const urls: Partial<Record<UpstreamName, string>> = {}
@@ -225,6 +256,8 @@ export function loadServicesConfig(env: Env): ServicesConfig | undefined {
         ...(secret ? { secret } : {}),
       },
       defaultKey: envValue(env, 'AUTHGATE_BACKEND_APIKEY'),
+      restDocumentRefreshMs: restDocumentRefresh(env),
+      userRateLimitRoutes: envValue(env, 'AUTHGATE_USER_RATE_LIMIT_ROUTES'),
     },
     ENV_NAMES,
   )

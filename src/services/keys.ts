@@ -21,9 +21,12 @@ export type KeyVerdict =
 export class KeyBook {
   readonly #keys = new Map<string, { level: 'anon' | 'service'; sent: string }>()
   readonly #checked: boolean
+  /** The legacy service-role JWT, when configured (authgate's own requests that need every table). */
+  readonly serviceKey: string | undefined
 
   constructor(keys: ResolvedKeys | undefined) {
     this.#checked = keys !== undefined
+    this.serviceKey = keys?.service
     if (keys === undefined) return
     if (keys.anon !== undefined) this.#keys.set(keys.anon, { level: 'anon', sent: keys.anon })
     if (keys.service !== undefined) this.#keys.set(keys.service, { level: 'service', sent: keys.service })

@@ -1,10 +1,14 @@
 import cors from '@fastify/cors'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { EXPOSED_HEADERS } from '../http/cors.ts'
 import { resolveServicesConfig, type ServicesConfig, type ServicesOptions, type ServiceUpstream } from './config.ts'
+import type { Jwks } from '../protect/jwks.ts'
+import type { RateLimitHook, RateLimitPolicy } from '../ratelimit/index.ts'
+import { lazyJwks, userLimitHook } from './user-limits.ts'
 import { ServiceProxy } from './proxy.ts'
-import { relayWebSockets } from './websocket.ts'
+import { SERVICE_METHODS, serviceTemplate } from './table.ts'
+import { relayWebSockets, SocketStats } from './websocket.ts'
 
 /**
  * Headers a browser may read from the services' answers besides authgate's own: PostgREST's
@@ -23,16 +27,23 @@ export const SERVICE_EXPOSED_HEADERS = [
   'Preference-Applied',
 ]
 
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+const METHODS: string[] = [...SERVICE_METHODS]
 
 export interface ServicesPluginOptions {
   services: ServicesOptions | ServicesConfig
+  /**
+   * The app's trusted proxies (its Fastify `trustProxy` list, AUTHGATE_TRUSTED_PROXIES): the
+   * socket handshake, which Fastify does not see, reads the client IP and request id as it would.
+   */
+  trustedProxies?: readonly string[]
 }
 
 /** What the plugin decorates the instance with (readiness and tests read it). */
 export interface ServicesState {
   config: ServicesConfig
   proxy: ServiceProxy
+  /** The relayed WebSockets, for the metrics. */
+  sockets: SocketStats
 }
 
 declare module 'fastify' {
@@ -64,10 +75,11 @@ async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptio
     sessions: app.authgate.sessions,
     observer: () => app.authgate.forwarder.observer,
   })
-  app.decorate('authgateServices', { config, proxy })
+  const stats = new SocketStats()
+  app.decorate('authgateServices', { config, proxy, sockets: stats })
   app.addHook('onClose', () => proxy.close())
   const sockets = config.upstreams.filter((u) => u.row.websocket)
-  if (sockets.length > 0) relayWebSockets(app, proxy, sockets)
+  if (sockets.length > 0) relayWebSockets(app, proxy, sockets, stats, options.trustedProxies ?? [])
 
   await app.register(async (scope) => {
     const origins = gateway.corsOrigins
@@ -91,13 +103,65 @@ async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptio
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null))
     // Preflights are authgate's when it answers CORS; otherwise OPTIONS goes to the service too.
     const methods = origins.length > 0 ? METHODS : [...METHODS, 'OPTIONS']
-    for (const upstream of config.upstreams) mount(scope, proxy, upstream, methods)
+    for (const upstream of config.upstreams)
+      mount(scope, proxy, upstream, methods, limits(app, upstream, config.userLimits))
   })
 }
 
-function mount(scope: FastifyInstance, proxy: ServiceProxy, upstream: ServiceUpstream, methods: string[]): void {
+/**
+ * The limits of a service's route: per client from AUTHGATE_RATE_LIMIT_ROUTES (`GET /rest/v1/*=100/1s`),
+ * through the limiter the auth routes use (one store, one set of counters and metrics), then per
+ * user from AUTHGATE_USER_RATE_LIMIT_ROUTES (src/services/user-limits.ts), in the same store.
+ */
+function limits(app: FastifyInstance, upstream: ServiceUpstream, userLimits: ReadonlyMap<string, RateLimitPolicy>) {
+  const limiter = app.authgate.rateLimiter
+  if (limiter === undefined) return []
+  const template = serviceTemplate(upstream.row)
+  const out: onRequestHookHandler[] = []
+  const hooks = new Map<string, RateLimitHook>()
+  for (const method of SERVICE_METHODS) {
+    const hook = limiter.hookFor(method, template)
+    if (hook !== undefined) hooks.set(method, hook)
+  }
+  if (hooks.size > 0)
+    out.push(function serviceLimit(request, reply, done) {
+      const hook = hooks.get(request.method)
+      if (hook === undefined) return done()
+      // A refusal on a service route is in the `{code, message}` shape whatever is asked (D74): the
+      // limiter reads the version header for it. Only the parsed copy is changed; the request goes
+      // to the service with its raw headers, unchanged.
+      request.headers['x-supabase-api-version'] = '2024-01-01'
+      if (hook.length === 3)
+        return (hook as (r: typeof request, p: typeof reply, d: typeof done) => void)(request, reply, done)
+      ;(hook as (r: typeof request, p: typeof reply) => Promise<unknown>)(request, reply).then(() => {
+        if (!reply.sent) done()
+      }, done)
+    })
+  const mine = new Map([...userLimits].filter(([key]) => key.endsWith(` ${template}`)))
+  const user = userLimitHook(template, mine, limiter.store, jwksOf(app))
+  if (user !== undefined) out.push(user as onRequestHookHandler)
+  return out
+}
+
+const jwksByApp = new WeakMap<FastifyInstance, () => Jwks>()
+function jwksOf(app: FastifyInstance): () => Jwks {
+  let jwks = jwksByApp.get(app)
+  if (jwks === undefined) {
+    jwks = lazyJwks(() => app.authgate.backend.resolve('/.well-known/jwks.json'))
+    jwksByApp.set(app, jwks)
+  }
+  return jwks
+}
+
+function mount(
+  scope: FastifyInstance,
+  proxy: ServiceProxy,
+  upstream: ServiceUpstream,
+  methods: string[],
+  onRequest: onRequestHookHandler[],
+): void {
   const handler = proxy.handler(upstream)
-  const route = { method: methods, handler, schema: { hide: true } }
+  const route = { method: methods, handler, schema: { hide: true }, ...(onRequest.length > 0 ? { onRequest } : {}) }
   const prefix = upstream.row.prefix
   scope.route({ ...route, url: prefix })
   if (!upstream.row.exact) scope.route({ ...route, url: `${prefix}/*` })

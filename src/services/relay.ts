@@ -28,6 +28,10 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   readonly #res: FastifyReply['raw']
   #controller: Dispatcher.DispatchController | undefined
   #clientGone = false
+  /** The first chunk, held until the end of the tick so that a small answer goes out in one write. */
+  #held: Buffer | undefined
+  #flushed = false
+  #flushTimer: NodeJS.Immediate | undefined
 
   constructor(options: StreamRelayOptions) {
     this.#o = options
@@ -44,7 +48,23 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
 
   readonly #onDrain = () => this.#controller?.resume()
 
+  /**
+   * What was held goes out: the head with the first chunk. On the next turn of the event loop, so
+   * an answer whose head, body and end arrive in one read (most of PostgREST's) costs one write to
+   * the client's socket, not three; a stream's head (server-sent events) still goes at once.
+   */
+  readonly #flush = () => {
+    this.#flushTimer = undefined
+    if (this.#flushed) return
+    this.#flushed = true
+    const held = this.#held
+    this.#held = undefined
+    if (held === undefined) this.#res.flushHeaders()
+    else if (!this.#res.write(held)) this.#controller?.pause()
+  }
+
   #done(): void {
+    if (this.#flushTimer !== undefined) clearImmediate(this.#flushTimer)
     this.#res.off('close', this.#onClose)
     this.#res.off('drain', this.#onDrain)
     this.#o.onDone()
@@ -63,8 +83,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
     this.started = true
     try {
       this.#res.writeHead(statusCode, flat)
-      // Server-sent events and other slow streams: the head goes now, not with the first chunk.
-      this.#res.flushHeaders()
+      this.#flushTimer = setImmediate(this.#flush)
     } catch (err) {
       controller.abort(err as Error)
       this.#res.destroy()
@@ -72,11 +91,20 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#flushed && this.#held === undefined) {
+      this.#held = chunk
+      return
+    }
+    if (!this.#flushed) this.#flush()
     if (!this.#res.write(chunk)) controller.pause()
   }
 
   onResponseEnd(): void {
-    this.#res.end()
+    this.#flushed = true
+    const held = this.#held
+    this.#held = undefined
+    if (held === undefined) this.#res.end()
+    else this.#res.end(held)
     this.#done()
   }
 

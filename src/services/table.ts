@@ -150,3 +150,22 @@ export const SERVICE_TABLE: readonly ServiceRow[] = [
     bearerFromKey: false,
   },
 ]
+
+/** The methods a service route answers (OPTIONS too when authgate does not answer CORS). */
+export const SERVICE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
+
+/** A row's route as the metrics and rate limits name it: `/rest/v1/*`, `/graphql/v1`. */
+export function serviceTemplate(row: ServiceRow): string {
+  return row.exact ? row.prefix : `${row.prefix}/*`
+}
+
+/**
+ * Every service route as AUTHGATE_RATE_LIMIT_ROUTES names one (`GET /rest/v1/*`): the path is
+ * absolute, where the auth routes' are relative to the prefix, and all methods of a path share
+ * one bucket per client, as the auth routes of one template do.
+ */
+export function serviceRouteKeys(): string[] {
+  const out: string[] = []
+  for (const row of SERVICE_TABLE) for (const method of SERVICE_METHODS) out.push(`${method} ${serviceTemplate(row)}`)
+  return [...new Set(out)]
+}

@@ -4,19 +4,44 @@ import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import type { ErrorCode } from '../errors.ts'
 import { serviceErrorResponse } from './errors.ts'
-import { newRequestId } from '../observability/request-id.ts'
+import { requestIdGenerator, trustedPeers } from '../observability/request-id.ts'
 import { redactUrl } from '../observability/redact.ts'
-import { unmapIPv4 } from '../core/ip.ts'
 import { outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServiceUpstream } from './config.ts'
+import { closeFrame, FrameCursor, GOING_AWAY } from './frames.ts'
 import type { ServiceProxy } from './proxy.ts'
 import { planServiceRequest } from './request.ts'
 import { phoenixSwap } from '../sessions/socket-swap.ts'
+import { socketClientIp } from './socket-ip.ts'
 
 // By process.getBuiltinModule, not an import: an ESM import of node:http reads its lazy WebSocket
 // getters, which load Node.js's bundled undici (src/observability/metrics.ts says the same).
 const http = process.getBuiltinModule('node:http')
 const https = process.getBuiltinModule('node:https')
+
+/**
+ * The relayed sockets as the metrics read them: open now and opened in all, by service label, and
+ * each one's lifetime as it closes (src/services/metrics.ts observes it).
+ */
+export class SocketStats {
+  readonly open = new Map<string, number>()
+  readonly opened = new Map<string, number>()
+  /** Set by the metrics: called once per socket that was open, when it closes. */
+  onClosed: ((service: string, seconds: number) => void) | undefined
+
+  opening(service: string): void {
+    this.open.set(service, (this.open.get(service) ?? 0) + 1)
+    this.opened.set(service, (this.opened.get(service) ?? 0) + 1)
+  }
+
+  closing(service: string, seconds: number): void {
+    this.open.set(service, (this.open.get(service) ?? 1) - 1)
+    this.onClosed?.(service, seconds)
+  }
+}
+
+/** How long a stopping authgate waits for a socket's frame in transit to end before cutting it. */
+const STOP_GRACE_MS = 1000
 
 /** Response headers of the upstream's handshake that describe its connection to authgate, not the client's. */
 const NOT_RELAYED = new Set(['keep-alive', 'proxy-connection', 'transfer-encoding', 'content-length'])
@@ -28,12 +53,23 @@ const NOT_RELAYED = new Set(['keep-alive', 'proxy-connection', 'transfer-encodin
  * extensions included) and then pipes the frames both ways untouched. No WebSocket library: the
  * frames are the client's and Realtime's business. Each socket closes when the other does, when
  * nothing moves either way for the row's idle time (above Realtime's 25 s heartbeat), and when
- * authgate stops.
+ * authgate stops: then with a close frame 1001 (going away) written between two of Realtime's
+ * frames, so the client reconnects (to another instance) as after any server restart.
  */
-export function relayWebSockets(app: FastifyInstance, proxy: ServiceProxy, upstreams: ServiceUpstream[]): void {
+export function relayWebSockets(
+  app: FastifyInstance,
+  proxy: ServiceProxy,
+  upstreams: ServiceUpstream[],
+  stats: SocketStats,
+  trustedProxies: readonly string[],
+): void {
   const byPath = new Map(upstreams.map((u) => [u.row.prefix, u]))
-  const open = new Set<Duplex>()
+  /** Each open socket's way of closing with 1001, resolved once it is closed. */
+  const open = new Set<() => Promise<void>>()
   const idHeader = app.authgate.config.requestIdHeader
+  // As on the HTTP routes: a trusted proxy's request id and X-Forwarded-For are believed.
+  const requestId = requestIdGenerator(idHeader, trustedProxies)
+  const peers = trustedProxies.length > 0 ? trustedPeers(trustedProxies) : undefined
   const pathOf = (url: string | undefined) => {
     const u = url ?? '/'
     const q = u.indexOf('?')
@@ -46,7 +82,7 @@ export function relayWebSockets(app: FastifyInstance, proxy: ServiceProxy, upstr
     req.headers.upgrade?.toLowerCase() === 'websocket' && byPath.has(pathOf(req.url))
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const id = newRequestId()
+    const id = requestId(req)
     const started = performance.now()
     const upstream = byPath.get(pathOf(req.url))
     const log = app.log.child({ reqId: id })
@@ -64,7 +100,7 @@ export function relayWebSockets(app: FastifyInstance, proxy: ServiceProxy, upstr
     if (!plan.ok) return refuse(plan.code)
 
     const target = new URL(upstream.origin)
-    const ip = unmapIPv4(req.socket.remoteAddress ?? '')
+    const ip = socketClientIp(req, peers)
     const proto = 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http'
     // Cookie sessions: stand-ins in the client's join and token messages become the real token; the
     // frames must then be readable, so no compression is offered to Realtime.
@@ -132,52 +168,95 @@ export function relayWebSockets(app: FastifyInstance, proxy: ServiceProxy, upstr
         upSocket.destroy()
         return
       }
+      // Realtime's bytes are written by hand, not piped: on stop the relay must know where its
+      // frames end to put its own close frame between two of them.
+      const cursor = new FrameCursor()
       socket.write(`${lines.join('\r\n')}\r\n\r\n`)
-      if (upHead.length > 0) socket.write(upHead)
+      if (upHead.length > 0) {
+        cursor.read(upHead)
+        socket.write(upHead)
+      }
       const toUpstream = swap ?? upSocket
       if (head.length > 0) toUpstream.write(head)
-      open.add(socket)
-      let received = 0
-      let sent = 0
-      upSocket.on('data', (c: Buffer) => (received += c.length))
+      let received = upHead.length
+      let sent = head.length
       socket.on('data', (c: Buffer) => (sent += c.length))
-      upSocket.pipe(socket)
       if (swap) {
         socket.pipe(swap).pipe(upSocket)
         swap.on('error', () => upSocket.destroy())
       } else socket.pipe(upSocket)
+      let stopping: (() => void) | undefined
+      upSocket.on('data', (c: Buffer) => {
+        received += c.length
+        if (stopping === undefined) {
+          cursor.read(c)
+          if (!socket.write(c)) upSocket.pause()
+          return
+        }
+        const upTo = cursor.read(c, true)
+        if (upTo > 0) socket.write(c.subarray(0, upTo))
+        if (cursor.atBoundary) stopping()
+      })
+      socket.on('drain', () => upSocket.resume())
       // Idle, not total: a socket with traffic (the heartbeat at least) lives as long as it is used.
       upSocket.setTimeout(upstream.timeoutMs, () => upSocket.destroy())
       ;(socket as Socket).setTimeout(upstream.timeoutMs, () => socket.destroy())
       upSocket.on('error', () => upSocket.destroy())
+      stats.opening(upstream.label)
       let closed = false
+      let whenClosed: () => void = () => {}
+      const done = new Promise<void>((resolve) => (whenClosed = resolve))
+      const stop = (): Promise<void> => {
+        if (closed || stopping !== undefined) return done
+        const cut = setTimeout(() => socket.destroy(), STOP_GRACE_MS)
+        stopping = () => {
+          stopping = () => {}
+          clearTimeout(cut)
+          socket.unpipe(upSocket)
+          upSocket.destroy()
+          socket.end(closeFrame(GOING_AWAY))
+          // A client that does not close its side is not waited for.
+          setTimeout(() => socket.destroy(), STOP_GRACE_MS).unref()
+        }
+        if (cursor.atBoundary) stopping()
+        return done
+      }
+      open.add(stop)
       const close = () => {
         if (closed) return
         closed = true
-        open.delete(socket)
-        socket.destroy()
+        open.delete(stop)
+        // Going away: the close frame written with end() is left to reach the client.
+        if (stopping === undefined) socket.destroy()
         upSocket.destroy()
+        const durationMs = performance.now() - started
+        stats.closing(upstream.label, durationMs / 1000)
+        whenClosed()
         log.info(
           {
             route: upstream.row.prefix,
             service: upstream.label,
             status: 101,
-            durationMs: Math.round(performance.now() - started),
+            ip,
+            durationMs: Math.round(durationMs),
             bytesIn: sent,
             bytesOut: received,
+            ...(stopping !== undefined ? { closeCode: GOING_AWAY } : {}),
           },
           'websocket closed',
         )
       }
       socket.on('close', close)
       upSocket.on('close', close)
+      // The server's sockets are half-open by default: a client's FIN ends its socket, not half of it.
+      socket.on('end', close)
     })
     up.end()
   })
 
-  // A stopping authgate ends its sockets: the clients reconnect to another instance.
-  app.addHook('preClose', (done) => {
-    for (const socket of open) socket.destroy()
-    done()
+  // A stopping authgate ends its sockets once readiness has turned the load balancer away (the
+  // shutdown delay): 1001 to each client, which reconnects to another instance.
+  app.addHook('preClose', async () => {
+    await Promise.all([...open].map((stop) => stop()))
   })
 }

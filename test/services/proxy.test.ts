@@ -290,7 +290,7 @@ test('hosted: every service at its own path on the project, the configured key w
   const app = await buildApp({
     rateLimit: false,
     config: { backendUrl: parseBackendUrl('t', `${h.upstream.url}/auth/v1`), backendApiKey: PUBLISHABLE },
-    services: { supabaseUrl: h.upstream.url },
+    services: { supabaseUrl: h.upstream.url, restDocumentRefreshMs: false },
   })
   try {
     await app.inject({ method: 'GET', url: '/rest/v1/todos?select=*' })

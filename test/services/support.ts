@@ -39,6 +39,8 @@ export async function withServices(
     config: { backendUrl: parseBackendUrl('test', u + '/auth'), cacheTtlMs: 0, ...config },
     services: {
       keys: KEYS,
+      // PostgREST's description is not asked for unless a test wants it (test/services/rest-document.test.ts).
+      restDocumentRefreshMs: false,
       ...services,
       // Each service's URL given replaces the fake upstream's; one given as undefined is not mounted.
       urls: {

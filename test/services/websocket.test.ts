@@ -211,6 +211,93 @@ test('stopping authgate closes its sockets; an unreachable Realtime is 502', asy
   }
 })
 
+test('stopping authgate sends each client a close frame 1001 after the frame Realtime is in the middle of', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } })
+  const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+  try {
+    assert.match(client.head, / 101 /)
+    await until(() => up.sockets.length === 1)
+    // A 300-byte text frame from Realtime (16-bit length), its first part sent before the stop.
+    const payload = Buffer.alloc(300, 0x61)
+    const frame = Buffer.concat([Buffer.from([0x81, 126, 300 >> 8, 300 & 0xff]), payload])
+    up.sockets[0]!.write(frame.subarray(0, 100))
+    await until(() => client.received().length === 100)
+    const stopped = h.close()
+    await new Promise((r) => setTimeout(r, 100))
+    assert.equal(client.socket.destroyed, false, 'held until the frame is whole')
+    up.sockets[0]!.write(frame.subarray(100))
+    await client.closed
+    await stopped
+    assert.ok(client.received().equals(Buffer.concat([frame, Buffer.from([0x88, 0x02, 0x03, 0xe9])])))
+  } finally {
+    await h.close().catch(() => {})
+    await up.close()
+  }
+})
+
+test('the sockets in the metrics: open now, opened in all, and how long each lived, by service', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } })
+  try {
+    const scrape = async () => (await fetch(`${h.url}/metrics`)).text()
+    assert.match(await scrape(), /authgate_websocket_connections\{service="realtime"\} 0/)
+    const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+    assert.match(client.head, / 101 /)
+    let text = await scrape()
+    assert.match(text, /authgate_websocket_connections\{service="realtime"\} 1/)
+    assert.match(text, /authgate_websocket_connections_total\{service="realtime"\} 1/)
+    assert.match(text, /authgate_websocket_connection_duration_seconds_count\{service="realtime"\} 0/)
+    client.socket.destroy()
+    for (let i = 0; i < 300 && /authgate_websocket_connections\{service="realtime"\} 1/.test(text); i++) {
+      await new Promise((r) => setTimeout(r, 10))
+      text = await scrape()
+    }
+    assert.match(text, /authgate_websocket_connections\{service="realtime"\} 0/)
+    assert.match(text, /authgate_websocket_connections_total\{service="realtime"\} 1/)
+    assert.match(text, /authgate_websocket_connection_duration_seconds_count\{service="realtime"\} 1/)
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
+test("behind a trusted proxy the socket's client IP and request id are the proxy's, as on the HTTP routes", async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } }, { trustedProxies: ['127.0.0.1/32'] })
+  try {
+    const port = Number(new URL(h.url).port)
+    const client = await handshake(
+      port,
+      `/realtime/v1/websocket?apikey=${PUBLISHABLE}`,
+      'X-Forwarded-For: 6.6.6.6, 203.0.113.9\r\nX-Request-Id: lb-1234\r\n',
+    )
+    assert.match(client.head, /\r\nx-request-id: lb-1234$/)
+    assert.equal(up.handshakes[0]!.headers['x-forwarded-for'], '203.0.113.9')
+    assert.equal(up.handshakes[0]!.headers['x-request-id'], 'lb-1234')
+    client.socket.destroy()
+  } finally {
+    await h.close()
+    await up.close()
+  }
+  // Not trusted: the socket's own address, whatever the header says.
+  const up2 = await startSocketUpstream()
+  const direct = await withServices({ urls: { realtime: up2.url } })
+  try {
+    const client = await handshake(
+      Number(new URL(direct.url).port),
+      `/realtime/v1/websocket?apikey=${PUBLISHABLE}`,
+      'X-Forwarded-For: 203.0.113.9\r\nX-Request-Id: lb-1234\r\n',
+    )
+    assert.doesNotMatch(client.head, /lb-1234/)
+    assert.equal(up2.handshakes[0]!.headers['x-forwarded-for'], '127.0.0.1')
+    client.socket.destroy()
+  } finally {
+    await direct.close()
+    await up2.close()
+  }
+})
+
 test('an Upgrade elsewhere stays an ordinary request', async () => {
   const h = await withServices()
   try {

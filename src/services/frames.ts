@@ -1,0 +1,64 @@
+/**
+ * Where the WebSocket frames of a relayed byte stream begin and end (RFC 6455 §5.2), read from
+ * their heads only: the payloads are never copied or unmasked. The relay needs it for one thing,
+ * writing its own close frame (1001, going away) when authgate stops, which must fall between two
+ * of the upstream's frames, never inside one.
+ */
+export class FrameCursor {
+  /** Payload bytes of the current frame still to come. */
+  #payloadLeft = 0
+  /** The head read so far of a frame whose head is split across chunks. */
+  #head: number[] = []
+
+  /** True between two frames. */
+  get atBoundary(): boolean {
+    return this.#payloadLeft === 0 && this.#head.length === 0
+  }
+
+  /**
+   * Reads a chunk and returns how many of its bytes were read: all of them, or with `stop`, those up
+   * to the first frame boundary (0 when the stream is between frames already).
+   */
+  read(chunk: Uint8Array, stop = false): number {
+    let at = 0
+    while (at < chunk.length) {
+      if (stop && this.atBoundary) return at
+      if (this.#payloadLeft > 0) {
+        const take = Math.min(this.#payloadLeft, chunk.length - at)
+        this.#payloadLeft -= take
+        at += take
+        continue
+      }
+      this.#head.push(chunk[at]!)
+      at++
+      this.#headDone()
+    }
+    return at
+  }
+
+  /** The payload length once the head is whole (2 bytes, the extended length, the mask). */
+  #headDone(): void {
+    const head = this.#head
+    if (head.length < 2) return
+    const short = head[1]! & 0x7f
+    const extra = short === 126 ? 2 : short === 127 ? 8 : 0
+    const masked = (head[1]! & 0x80) !== 0
+    if (head.length < 2 + extra + (masked ? 4 : 0)) return
+    let length = short
+    if (extra > 0) {
+      length = 0
+      // 2^53 is far beyond any frame a socket carries; the 8-byte length is read as a double.
+      for (let i = 2; i < 2 + extra; i++) length = length * 256 + head[i]!
+    }
+    this.#head = []
+    this.#payloadLeft = length
+  }
+}
+
+/** A server's close frame (unmasked) with a status code and no reason. */
+export function closeFrame(code: number): Buffer {
+  return Buffer.from([0x88, 0x02, code >> 8, code & 0xff])
+}
+
+/** 1001: the endpoint is going away (a server shutting down). */
+export const GOING_AWAY = 1001

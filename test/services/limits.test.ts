@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { AuthgateConfigError } from '../../src/config/env.ts'
+import { loadRateLimitSettings } from '../../src/settings.ts'
+import { PUBLISHABLE, withServices } from './support.ts'
+
+const limited = (routes: string) =>
+  loadRateLimitSettings({ AUTHGATE_RATE_LIMITED_ROUTES: 'none', AUTHGATE_RATE_LIMIT_ROUTES: routes })
+
+test('a service route limited per client: its methods share one bucket, refusals in our shape, other services untouched', async () => {
+  const h = await withServices({}, {}, { rateLimit: limited('GET /rest/v1/*=2/1m,POST /rest/v1/*=2/1m') })
+  try {
+    const get = () =>
+      fetch(`${h.url}/rest/v1/todos`, { headers: { apikey: PUBLISHABLE, 'x-supabase-api-version': '2023-01-01' } })
+    const first = await get()
+    assert.equal(first.status, 200)
+    assert.match(first.headers.get('ratelimit-policy')!, /^"rest-v1";q=2;w=60/)
+    assert.equal((await get()).status, 200)
+    const post = await fetch(`${h.url}/rest/v1/todos`, {
+      method: 'POST',
+      headers: { apikey: PUBLISHABLE, 'content-type': 'application/json' },
+      body: '{}',
+    })
+    assert.equal(post.status, 429, 'the POST draws on the bucket the GETs emptied')
+    const refused = await get()
+    assert.equal(refused.status, 429)
+    assert.ok(Number(refused.headers.get('retry-after')) > 0)
+    // postgrest-js reads `message`: the legacy shape is never sent on a service route (D74).
+    assert.deepEqual(await refused.json(), {
+      code: 'over_request_rate_limit',
+      message: 'Request rate limit reached',
+    })
+    assert.equal(h.upstream.requests.filter((r) => r.target.startsWith('/rest/')).length, 2)
+    // The service's version header went on as the client sent it.
+    assert.equal(h.upstream.requests[0]!.headers['x-supabase-api-version'], '2023-01-01')
+    for (let i = 0; i < 3; i++) assert.equal((await fetch(`${h.url}/storage/v1/object/public/b/f`)).status, 200)
+    const text = await (await fetch(`${h.url}/metrics`)).text()
+    assert.match(text, /authgate_rate_limit_denied_total\{limit="client",route="GET \/rest\/v1\/\*"\} 1/)
+    assert.match(text, /authgate_rate_limit_denied_total\{limit="client",route="POST \/rest\/v1\/\*"\} 1/)
+  } finally {
+    await h.close()
+  }
+})
+
+test('service routes in AUTHGATE_RATE_LIMIT_ROUTES are checked like the auth routes', () => {
+  assert.equal(limited('DELETE /storage/v1/*=10/1s').routes.get('DELETE /storage/v1/*')?.limit, 10)
+  assert.equal(limited('GET /graphql/v1=10/1s').routes.size, 1)
+  assert.throws(() => limited('GET /rest/v1/todos=10/1s'), AuthgateConfigError, 'a table, not the route')
+  assert.throws(
+    () => limited('GET /rest/v1/*=10/1s,POST /rest/v1/*=5/1s'),
+    /share one bucket \(same template\) and need the same rate/,
+  )
+})
+
+test("per user: the verified token's sub has its own bucket; a forged or missing token counts per client only", async () => {
+  const { generateKeyPair, exportJWK, SignJWT } = await import('jose')
+  const { publicKey, privateKey } = await generateKeyPair('ES256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }
+  const stranger = await generateKeyPair('ES256')
+  const token = (sub: string, key = privateKey) =>
+    new SignJWT({ role: 'authenticated' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setSubject(sub)
+      .setExpirationTime('1h')
+      .sign(key)
+  const h = await withServices({ userRateLimitRoutes: 'GET /rest/v1/*=2/1m' }, {}, { rateLimit: limited('') })
+  try {
+    h.upstream.handler = (req, res) => {
+      if (req.url === '/auth/.well-known/jwks.json') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }))
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('[]')
+    }
+    const get = (bearer?: string) =>
+      fetch(`${h.url}/rest/v1/todos`, {
+        headers: { apikey: PUBLISHABLE, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+      })
+    const ada = await token('ada')
+    assert.equal((await get(ada)).status, 200)
+    assert.equal((await get(ada)).status, 200)
+    const refused = await get(ada)
+    assert.equal(refused.status, 429)
+    assert.ok(Number(refused.headers.get('retry-after')) > 0)
+    assert.deepEqual(await refused.json(), {
+      code: 'over_request_rate_limit',
+      message: 'Too many requests for this user; try again later',
+    })
+    assert.equal((await get(await token('grace'))).status, 200, 'another user has a bucket of their own')
+    // A token claiming ada's sub but not signed by Supabase Auth does not spend (or reach) her bucket.
+    assert.equal((await get(await token('ada', stranger.privateKey))).status, 200)
+    for (let i = 0; i < 3; i++) assert.equal((await get()).status, 200, 'no token: per client only')
+  } finally {
+    await h.close()
+  }
+})
+
+test('per-user routes are checked like the per-client ones', async () => {
+  const { resolveServicesConfig } = await import('../../src/services/config.ts')
+  const config = (routes: string) => resolveServicesConfig({ urls: { rest: 'http://x' }, userRateLimitRoutes: routes })
+  assert.equal(config('GET /rest/v1/*=5/1s').userLimits.get('GET /rest/v1/*')?.limit, 5)
+  assert.throws(() => config('POST /signup=5/1s'), /no such service route/)
+  assert.throws(() => config('GET /rest/v1/*=5/1s,POST /rest/v1/*=6/1s'), /share one bucket/)
+})
