@@ -158,6 +158,8 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
     ...(options.rateLimitStore !== undefined ? { rateLimitStore: options.rateLimitStore } : {}),
     ...(options.sessions !== undefined ? { sessions: options.sessions } : {}),
+    ...(options.clientMetadata !== undefined ? { clientMetadata: options.clientMetadata } : {}),
+    ...(options.consentPage !== undefined ? { consentPage: options.consentPage } : {}),
     ...(options.sessionStore !== undefined ? { sessionStore: options.sessionStore } : {}),
   })
   const { backend, forwarder, rateLimiter } = app.authgate

@@ -54,6 +54,7 @@ export const ERRORS = {
   // RFC 6749 §5.2 errors of the OAuth token endpoint, answered in that shape as Supabase Auth does.
   invalid_request: { status: 400, message: 'The request is missing a required parameter', shape: 'oauth' },
   unsupported_grant_type: { status: 400, message: 'The grant type is not supported', shape: 'oauth' },
+  invalid_client: { status: 400, message: 'Client authentication failed', shape: 'oauth' },
 } as const satisfies Record<string, { status: number; message: string; shape?: 'oauth' }>
 
 export type ErrorCode = keyof typeof ERRORS

@@ -4,6 +4,13 @@ import { backendAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
+import {
+  createClientMetadataRegistry,
+  resolveClientMetadataConfig,
+  type ClientMetadataConfig,
+  type ClientMetadataOptions,
+  type ClientMetadataRegistry,
+} from './auth/client-metadata/index.ts'
 import { backendOptions, resolveConfig, type CoreConfig, type CoreConfigInput } from './config.ts'
 import { SupabaseAuthClient } from './core/backend.ts'
 import { AuthgateError, codeForFastifyError, sendError } from './errors.ts'
@@ -16,6 +23,7 @@ import { createSessionGate, documentCookieAccess, type SessionGate, type Session
 import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings } from './settings.ts'
 import { authValidatorCompiler } from './validation.ts'
+import { mountConsentPage, parseConsentPagePath } from './auth/consent-page/index.ts'
 
 /** The core options the plugin itself uses; the service's own (port, timeouts of clients, health paths) are not read here. */
 export type GatewayConfig = Pick<
@@ -56,6 +64,16 @@ export interface AuthgatePluginOptions {
   sessions?: SessionOptions | false
   /** Where cookie sessions live instead of the store their configuration selects (tests). */
   sessionStore?: SessionStore
+  /**
+   * Client ID metadata documents (docs/mcp.md): an https URL as an OAuth `client_id`, its document
+   * fetched and registered at Supabase Auth as a client of its own. Off unless given.
+   */
+  clientMetadata?: ClientMetadataOptions | ClientMetadataConfig | false
+  /**
+   * authgate's own OAuth consent page (docs/mcp.md), served at `path` outside the prefix: the
+   * backend's `GOTRUE_OAUTH_SERVER_AUTHORIZATION_PATH`. Off unless given.
+   */
+  consentPage?: { path: string } | false
 }
 
 /** What the plugin decorates the instance with, for hooks and health checks of the application. */
@@ -67,6 +85,8 @@ export interface AuthgateState {
   rateLimiter: RateLimiter | undefined
   /** Cookie sessions, when turned on. */
   sessions: SessionGate | undefined
+  /** Client ID metadata documents, when turned on: the URL ↔ backend client mapping. */
+  clientMetadata: ClientMetadataRegistry | undefined
 }
 
 declare module 'fastify' {
@@ -119,7 +139,10 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
           ...(options.rateLimitStore ? { store: options.rateLimitStore } : {}),
           autoconfirms: autoconfirmLookup(backend),
         })
-  app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions })
+  const clientMetadata = options.clientMetadata
+    ? createClientMetadataRegistry(resolveClientMetadataConfig(options.clientMetadata), backend, app.log)
+    : undefined
+  app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions, clientMetadata })
   // The protect hook (src/protect/hook.ts) finds the cookie sessions here.
   if (sessions) {
     app.decorate('authgateSessions', sessions)
@@ -129,6 +152,7 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
     await backend.close()
     await rateLimiter?.close()
     await sessions?.sessions.store.close()
+    await clientMetadata?.close()
   })
   // Waits (bounded, never throws) for Redis so the first requests are limited too.
   if (rateLimiter) await rateLimiter.ready()
@@ -167,6 +191,17 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
   )
   // Outside the prefix: discovery documents where RFC 8414 §3.1 clients look for them.
   mountRootAliases(app, { prefix: config.prefix, forwarder, routes })
+  if (options.consentPage) {
+    const path = parseConsentPagePath('consentPage.path', options.consentPage.path)
+    if (path !== undefined)
+      await mountConsentPage(app, {
+        path,
+        backend,
+        sessions,
+        clientMetadata,
+        signInLimit: rateLimiter?.hookFor('POST', '/token'),
+      })
+  }
 }
 
 /**

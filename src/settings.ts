@@ -7,6 +7,8 @@ import { notHttp } from './core/url-message.ts'
 import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
 import { loadSessionConfig, type SessionConfig } from './sessions/config.ts'
+import { parseConsentPagePath } from './auth/consent-page/index.ts'
+import { loadClientMetadataConfig, type ClientMetadataConfig } from './auth/client-metadata/index.ts'
 import { loadServicesConfig, withHostedBackend, type ServicesConfig } from './services/config.ts'
 
 /**
@@ -25,6 +27,10 @@ export interface ServiceSettings {
   sessions: SessionConfig | undefined
   /** The Supabase services beside Auth; undefined when none is configured. */
   services: ServicesConfig | undefined
+  /** Client ID metadata documents; undefined when off. */
+  clientMetadata: ClientMetadataConfig | undefined
+  /** AUTHGATE_OAUTH_CONSENT_PAGE: the path of authgate's consent page; undefined when off. */
+  consentPagePath: string | undefined
 }
 
 /** The rate-limit settings for authgate's own route table (`{}`: the documented defaults). */
@@ -77,5 +83,10 @@ export function loadServiceSettings(env: Env): ServiceSettings {
     publicUrl: loadPublicUrl(env),
     sessions,
     services: loadServicesConfig(env),
+    clientMetadata: loadClientMetadataConfig(env),
+    consentPagePath: parseConsentPagePath(
+      'AUTHGATE_OAUTH_CONSENT_PAGE',
+      settingValue(env, 'AUTHGATE_OAUTH_CONSENT_PAGE')!,
+    ),
   }
 }
