@@ -62,13 +62,18 @@ export function loadClientMetadataConfig(env: Env): ClientMetadataConfig | undef
     try {
       ca = readFileSync(caPath, 'utf8')
     } catch (err) {
-      throw new AuthgateConfigError('AUTHGATE_OAUTH_CLIENT_METADATA_CA', `cannot read ${caPath}: ${(err as Error).message}`)
+      throw new AuthgateConfigError(
+        'AUTHGATE_OAUTH_CLIENT_METADATA_CA',
+        `cannot read ${caPath}: ${(err as Error).message}`,
+      )
     }
   }
   const redis = loadRedisConnection(env)
   return resolveClientMetadataConfig({
     origins,
-    ...(privateRaw ? { privateOrigins: parseOrigins('AUTHGATE_OAUTH_CLIENT_METADATA_PRIVATE_ORIGINS', privateRaw) } : {}),
+    ...(privateRaw
+      ? { privateOrigins: parseOrigins('AUTHGATE_OAUTH_CLIENT_METADATA_PRIVATE_ORIGINS', privateRaw) }
+      : {}),
     ...(ca !== undefined ? { ca } : {}),
     store: redis ? { kind: 'redis', ...redis } : { kind: 'memory' },
   })

@@ -106,10 +106,7 @@ export class DocumentFetcher {
         // Every address, since the connection may try them in turn (happy eyeballs).
         const refused = addresses.find((a) => isPrivateAddress(a.address))
         if (refused !== undefined && !this.#privateAllowed(hostname))
-          return callback(
-            new DocumentFetchError(`${hostname} resolves to ${refused.address}, a private address`),
-            [],
-          )
+          return callback(new DocumentFetchError(`${hostname} resolves to ${refused.address}, a private address`), [])
         const all = (opts as { all?: boolean }).all === true
         if (all) return callback(null, addresses)
         return callback(null, addresses[0]!.address, addresses[0]!.family)
@@ -133,14 +130,14 @@ export class DocumentFetcher {
     if (isIP(hostname) !== 0 && isPrivateAddress(hostname) && !this.#options.privateOrigins.includes(target.origin))
       throw new DocumentFetchError(`${hostname} is a private address`)
     let answer: Awaited<ReturnType<typeof request>>
-    const signal = AbortSignal.timeout(this.#options.timeoutMs)
     try {
       answer = await request(url, {
         dispatcher: this.#agent,
         method: 'GET',
         headers: { accept: 'application/json' },
         // undici follows no redirect unless told: a 3xx is refused below, as the draft asks.
-        signal,
+        headersTimeout: this.#options.timeoutMs,
+        bodyTimeout: this.#options.timeoutMs,
       })
     } catch (err) {
       const cause = err instanceof DocumentFetchError ? err : (err as Error).cause
@@ -158,7 +155,11 @@ export class DocumentFetcher {
         throw new DocumentFetchError(`the document is larger than ${this.#options.maxBytes} bytes`)
       const chunks: Buffer[] = []
       let size = 0
+      // A whole-fetch deadline besides undici's per-read timeouts: a server dripping bytes is cut off.
+      const deadline = Date.now() + this.#options.timeoutMs
       for await (const chunk of answer.body as AsyncIterable<Buffer>) {
+        if (Date.now() > deadline)
+          throw new DocumentFetchError(`the document took longer than ${this.#options.timeoutMs} ms`)
         size += chunk.length
         if (size > this.#options.maxBytes)
           throw new DocumentFetchError(`the document is larger than ${this.#options.maxBytes} bytes`)
@@ -173,7 +174,8 @@ export class DocumentFetcher {
       const freshMs = freshnessOf(answer.headers as Record<string, string | string[] | undefined>, now)
       return { body, freshMs }
     } catch (err) {
-      answer.body.destroy()
+      // undici reports an unread body's end as an error event: heard here, not thrown at the process.
+      answer.body.on('error', () => undefined).destroy()
       if (err instanceof DocumentFetchError) throw err
       throw new DocumentFetchError(`the document could not be read: ${(err as Error).message}`)
     }

@@ -122,7 +122,8 @@ export class ClientMetadataRegistry {
         { clientId: url, previous: stored.id, client: stood.id },
         "client metadata: the document's redirect URIs or name changed; a new backend client stands for it",
       )
-    else log.info({ clientId: url, client: stood.id }, 'client metadata: a backend client was registered for the document')
+    else
+      log.info({ clientId: url, client: stood.id }, 'client metadata: a backend client was registered for the document')
     this.#urls.set(stood.id, url)
     return { ok: true, id: stood.id, document: wanted }
   }

@@ -80,8 +80,16 @@ export async function authorizeClientId(request: FastifyRequest, reply: FastifyR
   if (!resolved.ok) return refuse(request, reply, found.value, resolved)
   const redirect = new URLSearchParams(query).get('redirect_uri')
   if (redirect !== null && redirect !== '' && !resolved.document.redirectUris.includes(redirect)) {
-    request.log.warn({ clientId: found.value, redirectUri: redirect }, "client metadata: redirect_uri not in the document")
-    return sendError(request, reply, 'validation_failed', "Invalid redirect_uri: not one of the client's metadata document")
+    request.log.warn(
+      { clientId: found.value, redirectUri: redirect },
+      'client metadata: redirect_uri not in the document',
+    )
+    return sendError(
+      request,
+      reply,
+      'validation_failed',
+      "Invalid redirect_uri: not one of the client's metadata document",
+    )
   }
   translatedQueries.set(request, `?${found.with(resolved.id)}`)
   return undefined

@@ -34,9 +34,7 @@ export interface ConsentPageOptions {
 
 const AUTHORIZATION_ID = /^[A-Za-z0-9_-]{1,100}$/
 
-type Credential =
-  | { token: string; via: 'bearer' | 'form' }
-  | { token: string; via: 'cookie'; handle: string }
+type Credential = { token: string; via: 'bearer' | 'form' } | { token: string; via: 'cookie'; handle: string }
 
 /** The page's security headers: nothing loaded, nothing framed, nothing cached or referred. */
 function pageHeaders(reply: FastifyReply, formTargets: readonly string[] = []): FastifyReply {
@@ -185,7 +183,10 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
       return refused(reply, 400, 'Invalid request', 'The link has no valid authorization_id.')
     const cred = await credential(request, reply, undefined)
     if (cred !== undefined && 'answered' in cred) return cred.answered
-    if (cred === undefined) return pageHeaders(reply).code(200).send(signInPage(path, id, undefined))
+    if (cred === undefined)
+      return pageHeaders(reply)
+        .code(200)
+        .send(signInPage(path, id, undefined))
     return showConsent(request, reply, id, cred)
   }
 
@@ -203,7 +204,9 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
       return refused(reply, 400, 'Invalid request', 'The form has no valid authorization_id.')
     if (form.decision === 'sign_in') {
       if (!form.email || !form.password)
-        return pageHeaders(reply).code(400).send(signInPage(path, id, 'Enter your e-mail and password.'))
+        return pageHeaders(reply)
+          .code(400)
+          .send(signInPage(path, id, 'Enter your e-mail and password.'))
       const answer = await backend.fetch(backend.resolve('/token?grant_type=password'), {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json' },
@@ -217,7 +220,9 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
         const status = answer.status === 429 ? 429 : 400
         const message =
           status === 429 ? 'Too many attempts. Wait a moment and try again.' : 'The e-mail or password is not right.'
-        return pageHeaders(reply).code(status).send(signInPage(path, id, message))
+        return pageHeaders(reply)
+          .code(status)
+          .send(signInPage(path, id, message))
       }
       return showConsent(request, reply, id, { token: body.access_token, via: 'form' })
     }
@@ -225,7 +230,10 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
       return refused(reply, 400, 'Invalid request', 'Choose approve or deny.')
     const cred = await credential(request, reply, form)
     if (cred !== undefined && 'answered' in cred) return cred.answered
-    if (cred === undefined) return pageHeaders(reply).code(401).send(signInPage(path, id, 'Sign in to decide.'))
+    if (cred === undefined)
+      return pageHeaders(reply)
+        .code(401)
+        .send(signInPage(path, id, 'Sign in to decide.'))
     if (cred.via === 'cookie') {
       const expected = Buffer.from(csrfToken(id, cred.handle))
       const given = Buffer.from(typeof form.csrf === 'string' ? form.csrf : '')
@@ -234,20 +242,17 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
         return refused(reply, 403, 'Forbidden', 'The form is out of date. Open the link again.')
       }
     }
-    const answer = await backend.fetch(
-      backend.resolve(`/oauth/authorizations/${encodeURIComponent(id)}/consent`),
-      {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${cred.token}`,
-          'content-type': 'application/json',
-          accept: 'application/json',
-        },
-        body: JSON.stringify({ action: form.decision }),
-        identity: identity(request),
-        signal: AbortSignal.timeout(10_000),
+    const answer = await backend.fetch(backend.resolve(`/oauth/authorizations/${encodeURIComponent(id)}/consent`), {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${cred.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json',
       },
-    )
+      body: JSON.stringify({ action: form.decision }),
+      identity: identity(request),
+      signal: AbortSignal.timeout(10_000),
+    })
     const body: unknown = await answer.json().catch(() => undefined)
     if (answer.status === 200 && isRecord(body) && typeof body.redirect_url === 'string') {
       request.log.info({ decision: form.decision }, 'consent page: the user decided')
@@ -255,7 +260,9 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
     }
     request.log.warn({ status: answer.status }, 'consent page: the decision was refused')
     if (answer.status === 401 || answer.status === 403)
-      return pageHeaders(reply).code(401).send(signInPage(path, id, 'Your sign-in has expired. Sign in again.'))
+      return pageHeaders(reply)
+        .code(401)
+        .send(signInPage(path, id, 'Your sign-in has expired. Sign in again.'))
     if (answer.status === 404)
       return refused(reply, 404, 'Request not found', 'This authorization request does not exist or has expired.')
     return refused(reply, 502, 'Something went wrong', 'The decision could not be recorded. Try again.')
@@ -289,6 +296,9 @@ export function parseConsentPagePath(variable: string, raw: string): string | un
   const value = raw.trim()
   if (['off', 'false', 'none', 'disabled', ''].includes(value.toLowerCase())) return undefined
   if (!/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/.test(value) || value.includes('//') || /\/\.\.?(\/|$)/.test(value))
-    throw new AuthgateConfigError(variable, `expected "off" or a path such as /oauth/consent, got ${JSON.stringify(raw)}`)
+    throw new AuthgateConfigError(
+      variable,
+      `expected "off" or a path such as /oauth/consent, got ${JSON.stringify(raw)}`,
+    )
   return value
 }

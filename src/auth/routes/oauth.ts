@@ -227,7 +227,15 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     summary: 'Revoke an OAuth grant',
     description:
       "Revokes the signed-in user's consent for the client named by `client_id`, and the client's sessions for the user. The body is not read.",
-    query: Type.Object({ client_id: uuid('Client whose grant to revoke', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60') }),
+    query: Type.Object({
+      client_id: Type.Union([
+        uuid('Client whose grant to revoke', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
+        str('Or the URL of its client ID metadata document', 'https://app.example.com/mcp.json', {
+          format: 'uri',
+          pattern: '^https://',
+        }),
+      ]),
+    }),
     responses: noContent('Revoked'),
     prepare: revokeGrantClientId,
     errors: { 404: ['oauth_client_not_found', 'oauth_consent_not_found', OAUTH_OFF] },
