@@ -228,13 +228,16 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     description:
       "Revokes the signed-in user's consent for the client named by `client_id`, and the client's sessions for the user. The body is not read.",
     query: Type.Object({
-      client_id: Type.Union([
-        uuid('Client whose grant to revoke', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
-        str('Or the URL of its client ID metadata document', 'https://app.example.com/mcp.json', {
-          format: 'uri',
-          pattern: '^https://',
-        }),
-      ]),
+      client_id: Type.Union(
+        [
+          uuid('Client whose grant to revoke', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
+          str('Or the URL of its client ID metadata document', 'https://app.example.com/mcp.json', {
+            format: 'uri',
+            pattern: '^https://',
+          }),
+        ],
+        { description: 'Client whose grant to revoke', examples: ['0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'] },
+      ),
     }),
     responses: noContent('Revoked'),
     prepare: revokeGrantClientId,

@@ -182,7 +182,10 @@ const ClientDetails = Type.Object(
           pattern: '^https://',
         }),
       ],
-      { description: 'Client id: the UUID, or the client ID metadata document URL the client is known by' },
+      {
+        description: 'Client id: the UUID, or the client ID metadata document URL the client is known by',
+        examples: ['0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'],
+      },
     ),
     name: opt(str('Display name', 'My App')),
     uri: opt(str('Home page', 'https://app.example.com')),
