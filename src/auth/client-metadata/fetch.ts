@@ -31,7 +31,6 @@ for (const [net, bits] of [
   PRIVATE.addSubnet(net, bits, 'ipv4')
 for (const [net, bits] of [
   ['::', 127], // :: and ::1
-  ['::ffff:0:0', 96], // IPv4-mapped: judged as the IPv4 address below
   ['64:ff9b::', 96], // NAT64: could reach any IPv4 address
   ['100::', 64],
   ['2001:db8::', 32],
@@ -46,6 +45,8 @@ export function isPrivateAddress(address: string): boolean {
   const family = isIP(address)
   if (family === 4) return PRIVATE.check(address, 'ipv4')
   if (family !== 6) return true
+  // IPv4-mapped: judged as the IPv4 address (a mapped range in the list would catch every IPv4 address,
+  // since BlockList matches IPv4 addresses against mapped IPv6 rules too).
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
   if (mapped) return PRIVATE.check(mapped[1]!, 'ipv4')
   return PRIVATE.check(address, 'ipv6')
