@@ -324,7 +324,6 @@ describe(
     let provider: DocumentProvider
     let callbackCode = ''
     let authorizationId = ''
-    const transcript: string[] = []
     const parts = sdkParts!
 
     before(async () => {
@@ -377,7 +376,8 @@ describe(
       )
     })
     after(async () => {
-      if (process.env.AUTHGATE_E2E_TRANSCRIPT) console.log(transcript.join('\n'))
+      // Every exchange with authgate, the SDK's own included (docs/mcp.md shows one run).
+      if (process.env.AUTHGATE_E2E_TRANSCRIPT) console.log(stack?.lines.join('\n'))
       try {
         await stack?.stop()
       } finally {
@@ -385,13 +385,8 @@ describe(
       }
     })
 
-    /** Requests to authgate, each written into the transcript with its status. */
-    const send = async (url: string, init: RequestInit = {}) => {
-      const response = await stack.fetch(url, { redirect: 'manual', ...init })
-      const u = new URL(url)
-      transcript.push(`${init.method ?? 'GET'} ${u.pathname} -> ${response.status}`)
-      return response
-    }
+    /** Requests to authgate as a browser sends them (redirects not followed), written into `stack.lines`. */
+    const send = (url: string, init: RequestInit = {}) => stack.fetch(url, { redirect: 'manual', ...init })
     // The page judges Origin against the address authgate was reached at (the test reaches it at 127.0.0.1).
     const postForm = (fields: Record<string, string>, origin = stack.gateway.url) =>
       send(`${stack.publicOrigin}/oauth/consent`, {
@@ -519,7 +514,6 @@ describe(
         fetch: stack.fetch,
       })
       await transport.finishAuth(callbackCode)
-      transcript.push('POST /auth/oauth/token -> 200   (finishAuth: code, PKCE, client_id = the URL)')
       const token = provider.saved!.access_token
       const claims = decodeJws(token).payload as { aud: unknown; client_id: string }
       assert.equal(claims.aud, stack.resource)
@@ -533,7 +527,6 @@ describe(
         }),
       )
       const result = await client.callTool({ name: 'whoami', arguments: {} })
-      transcript.push('POST /mcp -> 200   (tools/call whoami)')
       const who = JSON.parse(result.content[0]!.text!) as { sub: string; client_id: string }
       assert.equal(who.client_id, claims.client_id)
       await client.close()
@@ -542,7 +535,6 @@ describe(
     it('refreshes with the URL as client_id; the new token calls the tool', async () => {
       const before = provider.saved!.access_token
       assert.equal(await sdk!.auth(provider, { serverUrl: stack.resource, fetchFn: stack.fetch }), 'AUTHORIZED')
-      transcript.push('POST /auth/oauth/token -> 200   (refresh_token, client_id = the URL)')
       assert.notEqual(provider.saved!.access_token, before)
       const client = new parts.Client({ name: 'cimd-test', version: '1.0.0' })
       await client.connect(
