@@ -75,6 +75,14 @@ export function loadServiceSettings(env: Env): ServiceSettings {
       'AUTHGATE_SESSION_STORE',
       'with AUTHGATE_WORKERS above 1 cookie sessions need the redis store (workers do not share memory)',
     )
+  const clientMetadata = loadClientMetadataConfig(env)
+  // Each worker would register its own client for a document: a code issued to one worker's
+  // client could not be exchanged through another's mapping.
+  if (clientMetadata?.store.kind === 'memory' && workers > 1)
+    throw new AuthgateConfigError(
+      'AUTHGATE_OAUTH_CLIENT_METADATA',
+      'with AUTHGATE_WORKERS above 1 client ID metadata documents need AUTHGATE_REDIS_URL (workers do not share memory)',
+    )
   return {
     core,
     rateLimit: loadRateLimitSettings(env),
@@ -83,7 +91,7 @@ export function loadServiceSettings(env: Env): ServiceSettings {
     publicUrl: loadPublicUrl(env),
     sessions,
     services: loadServicesConfig(env),
-    clientMetadata: loadClientMetadataConfig(env),
+    clientMetadata,
     consentPagePath: parseConsentPagePath(
       'AUTHGATE_OAUTH_CONSENT_PAGE',
       settingValue(env, 'AUTHGATE_OAUTH_CONSENT_PAGE')!,
