@@ -161,6 +161,11 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
       'cookie sessions: the session store is not reachable yet; requests with a session cookie get 503 until it is',
     )
 
+  if (clientMetadata && !(await clientMetadata.ready(5_000)))
+    app.log.warn(
+      'client metadata: the Redis store is not reachable yet; authorizations with a document URL fail until it is',
+    )
+
   const routes = enabledRoutes(config.disabledGroups)
   await app.register(
     async (scope) => {

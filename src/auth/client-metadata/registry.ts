@@ -192,6 +192,11 @@ export class ClientMetadataRegistry {
     }
   }
 
+  /** True once the mapping's store answers (Redis connected), false if not within `timeoutMs`. */
+  ready(timeoutMs: number): Promise<boolean> {
+    return this.#o.store.ready(timeoutMs)
+  }
+
   close(): Promise<void> {
     return Promise.all([this.#o.fetcher.close(), this.#o.store.close()]).then(() => undefined)
   }
