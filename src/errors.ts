@@ -42,6 +42,10 @@ export const ERRORS = {
   invalid_api_key: { status: 401, message: 'Invalid API key' },
   service_key_required: { status: 403, message: 'This service needs the service-role or a secret key' },
   session_store_unavailable: { status: 503, message: 'The session store could not be reached' },
+  client_metadata_unavailable: {
+    status: 503,
+    message: "The store of client ID metadata documents' clients could not be reached",
+  },
   backend_unreachable: { status: 502, message: 'The authentication backend could not be reached' },
   // An answer authgate must read (a session answer, a mended one) in a coding it cannot undo.
   backend_unreadable: { status: 502, message: 'The answer of the authentication backend could not be read' },

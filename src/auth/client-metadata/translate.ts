@@ -15,6 +15,20 @@ import type { ClientMetadataRegistry, Unusable } from './registry.ts'
 const registryOf = (request: FastifyRequest): ClientMetadataRegistry | undefined =>
   request.server.authgate.clientMetadata
 
+/** A lookup whose store (Redis) failed: 503 and a log line, never the backend's turn. */
+async function storeAnswer<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  run: () => Promise<T>,
+): Promise<{ value: T } | { answered: unknown }> {
+  try {
+    return { value: await run() }
+  } catch (err) {
+    request.log.error({ err }, 'client metadata: the mapping could not be read or written')
+    return { answered: sendError(request, reply, 'client_metadata_unavailable') }
+  }
+}
+
 // The query (or form body) forwarded in place of the request's own, when a URL was translated.
 const translatedQueries = new WeakMap<FastifyRequest, string>()
 
@@ -76,7 +90,9 @@ export async function authorizeClientId(request: FastifyRequest, reply: FastifyR
   const query = queryOf(request)
   const found = formClientId(query)
   if (registry === undefined || found === undefined || !isClientIdUrl(found.value)) return undefined
-  const resolved = await registry.resolve(found.value, request.log)
+  const got = await storeAnswer(request, reply, () => registry.resolve(found.value, request.log))
+  if ('answered' in got) return got.answered
+  const resolved = got.value
   if (!resolved.ok) return refuse(request, reply, found.value, resolved)
   const redirect = new URLSearchParams(query).get('redirect_uri')
   if (redirect !== null && redirect !== '' && !resolved.document.redirectUris.includes(redirect)) {
@@ -100,7 +116,9 @@ export async function revokeGrantClientId(request: FastifyRequest, reply: Fastif
   const registry = registryOf(request)
   const found = formClientId(queryOf(request))
   if (registry === undefined || found === undefined || !isClientIdUrl(found.value)) return undefined
-  const known = await registry.idOf(found.value, request.log)
+  const got = await storeAnswer(request, reply, () => registry.idOf(found.value, request.log))
+  if ('answered' in got) return got.answered
+  const known = got.value
   if (!known.ok) return refuse(request, reply, found.value, known)
   translatedQueries.set(request, `?${found.with(known.id)}`)
   return undefined
@@ -132,7 +150,10 @@ export async function tokenClientId(request: FastifyRequest, reply: FastifyReply
     }
   }
   if (url === undefined || rewrite === undefined) return undefined
-  const known = await registry.idOf(url, request.log)
+  const target = url
+  const got = await storeAnswer(request, reply, () => registry.idOf(target, request.log))
+  if ('answered' in got) return got.answered
+  const known = got.value
   if (!known.ok) {
     request.log.warn({ clientId: url, reason: known.reason }, 'client metadata: the client ID URL cannot be used')
     return known.kind === 'backend'
@@ -146,7 +167,8 @@ export async function tokenClientId(request: FastifyRequest, reply: FastifyReply
 /** A `client` object of the backend's answers with its `id` the document's URL, when it stands for one. */
 async function clientWithUrl(registry: ClientMetadataRegistry, client: unknown): Promise<unknown> {
   if (!isRecord(client) || typeof client.id !== 'string') return client
-  const url = await registry.urlOf(client.id)
+  // A store that cannot answer leaves the UUID: the answer stays readable, only less friendly.
+  const url = await registry.urlOf(client.id).catch(() => undefined)
   return url === undefined ? client : { ...client, id: url }
 }
 

@@ -150,7 +150,7 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
     const body = got.body
     const client = isRecord(body.client) ? body.client : {}
     const clientUuid = typeof client.id === 'string' ? client.id : ''
-    const clientId = (clientUuid && (await clientMetadata?.urlOf(clientUuid))) || clientUuid
+    const clientId = (clientUuid && (await clientMetadata?.urlOf(clientUuid).catch(() => undefined))) || clientUuid
     const redirectUri = typeof body.redirect_uri === 'string' ? body.redirect_uri : ''
     let redirectHost = redirectUri
     try {
