@@ -1,4 +1,10 @@
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import type { GoTrueClient } from '@supabase/auth-js'
 import { decodeJws } from './support/jws.ts'
@@ -167,3 +173,484 @@ describe('the MCP TypeScript SDK authorizes against an MCP server behind authgat
     assert.ok(provider.authorizationUrl, 'a new authorization was started')
   })
 })
+
+// ---------------------------------------------------------------------------------------------
+// Client ID metadata documents and authgate's consent page, with the SDK's client and server.
+
+/** The SDK's client, its Streamable HTTP transport and server parts this test drives. */
+interface McpSdkParts {
+  Client: new (info: { name: string; version: string }) => {
+    connect(transport: unknown): Promise<void>
+    callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<{
+      content: Array<{ type: string; text?: string }>
+    }>
+    close(): Promise<void>
+  }
+  StreamableHTTPClientTransport: new (
+    url: URL,
+    options: { authProvider: unknown; fetch: typeof fetch },
+  ) => { finishAuth(code: string): Promise<void> }
+  McpServer: new (info: { name: string; version: string }) => {
+    registerTool(
+      name: string,
+      config: { description: string },
+      cb: () => Promise<{ content: Array<{ type: 'text'; text: string }> }>,
+    ): unknown
+    connect(transport: unknown): Promise<void>
+    close(): Promise<void>
+  }
+  StreamableHTTPServerTransport: new (options: { sessionIdGenerator: undefined; enableJsonResponse: boolean }) => {
+    handleRequest(req: unknown, res: unknown, body?: unknown): Promise<void>
+    close(): Promise<void>
+  }
+  UnauthorizedError: new (...args: unknown[]) => Error
+}
+
+const sdkParts: McpSdkParts | undefined = await Promise.all(
+  [
+    '@modelcontextprotocol/sdk/client/index.js',
+    '@modelcontextprotocol/sdk/client/streamableHttp.js',
+    '@modelcontextprotocol/sdk/server/mcp.js',
+    '@modelcontextprotocol/sdk/server/streamableHttp.js',
+    '@modelcontextprotocol/sdk/client/auth.js',
+  ].map((m) => import(m) as Promise<Record<string, unknown>>),
+)
+  .then((mods) => Object.assign({}, ...mods) as McpSdkParts)
+  .catch(() => undefined)
+
+const CIMD_EMAIL = 'mcp-cimd-user@example.com'
+const CIMD_REDIRECT = 'http://localhost:3000/mcp-cimd/callback'
+
+/** A self-signed certificate for `localhost`, made for this run (the document server's and its only CA). */
+function localhostCertificate(): { key: string; cert: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'authgate-cimd-'))
+  try {
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+      ],
+      { stdio: 'ignore' },
+    )
+    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The test's own https server of client ID metadata documents: path → document and Cache-Control. */
+async function startDocumentServer(cert: { key: string; cert: string }) {
+  const documents = new Map<string, { body: Record<string, unknown>; cacheControl: string }>()
+  const fetches: string[] = []
+  const server = createHttpsServer(cert, (req, res) => {
+    fetches.push(req.url ?? '')
+    const doc = documents.get(req.url ?? '')
+    if (doc === undefined) return res.writeHead(404).end()
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': doc.cacheControl })
+    res.end(JSON.stringify(doc.body))
+  })
+  await new Promise<void>((resolve) => server.listen(0, resolve))
+  const origin = `https://localhost:${(server.address() as AddressInfo).port}`
+  return {
+    origin,
+    documents,
+    fetches,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        // authgate's fetcher keeps its connection alive: closed here, not waited for.
+        server.closeAllConnections()
+      }),
+  }
+}
+
+/** The hidden fields of the page's form, and the text of the page. */
+function formFields(html: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
+    out[m[1]!] = m[2]!
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&')
+  return out
+}
+
+/** A provider that names itself by its metadata document's URL. */
+class DocumentProvider extends MemoryProvider {
+  readonly clientMetadataUrl: string
+  constructor(url: string) {
+    super()
+    this.clientMetadataUrl = url
+  }
+  override get redirectUrl(): string {
+    return CIMD_REDIRECT
+  }
+}
+
+const cimdUnavailable = unavailable ?? (sdkParts ? undefined : 'needs @modelcontextprotocol/sdk')
+
+/**
+ * The SDK's MCP client names itself by a client ID metadata document the test serves over https;
+ * authgate fetches it, registers one Supabase Auth client for it and translates the ids; the user
+ * signs in and consents on authgate's own consent page (plain HTTP, as a browser would send it);
+ * the client calls a tool on the SDK's MCP server, refreshes, and the tokens it holds are refused
+ * where they were not issued for.
+ */
+describe(
+  'an MCP client known by its metadata document, consenting on authgate’s page',
+  { skip: cimdUnavailable },
+  () => {
+    let stack: McpStack
+    let docs: Awaited<ReturnType<typeof startDocumentServer>>
+    let docUrl: string
+    let provider: DocumentProvider
+    let callbackCode = ''
+    let authorizationId = ''
+    const parts = sdkParts!
+
+    before(async () => {
+      const cert = localhostCertificate()
+      docs = await startDocumentServer(cert)
+      docUrl = `${docs.origin}/mcp-client.json`
+      docs.documents.set('/mcp-client.json', {
+        cacheControl: 'max-age=300',
+        body: {
+          client_id: docUrl,
+          client_name: 'Todo MCP client',
+          redirect_uris: [CIMD_REDIRECT],
+          token_endpoint_auth_method: 'none',
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+        },
+      })
+      provider = new DocumentProvider(docUrl)
+      stack = await startMcpStack(
+        'authgate_e2e_mcp_cimd',
+        { email: CIMD_EMAIL, password: PASSWORD },
+        {
+          // The test's own document server is on loopback with its own CA: the documented escape.
+          clientMetadata: { origins: [docs.origin], privateOrigins: [docs.origin], ca: cert.cert },
+          consentPage: { path: '/oauth/consent' },
+          sdkServer: async (request, reply, user) => {
+            const server = new parts.McpServer({ name: 'todo', version: '1.0.0' })
+            server.registerTool('whoami', { description: 'who the token is for' }, async () => ({
+              content: [{ type: 'text', text: JSON.stringify(user) }],
+            }))
+            const transport = new parts.StreamableHTTPServerTransport({
+              sessionIdGenerator: undefined,
+              enableJsonResponse: true,
+            })
+            reply.hijack()
+            // Stateless: one server and transport per request, closed when the answer is over (a
+            // request the client abandons ends in an abort, which is not the test's concern).
+            reply.raw.on('close', () => {
+              transport.close().catch(() => undefined)
+              server.close().catch(() => undefined)
+            })
+            try {
+              await server.connect(transport)
+              await transport.handleRequest(request.raw, reply.raw, request.body)
+            } catch (error) {
+              if ((error as Error).name !== 'AbortError') throw error
+            }
+          },
+        },
+      )
+    })
+    after(async () => {
+      // Every exchange with authgate, the SDK's own included (docs/mcp.md shows one run).
+      if (process.env.AUTHGATE_E2E_TRANSCRIPT) console.log(stack?.lines.join('\n'))
+      try {
+        await stack?.stop()
+      } finally {
+        await docs?.close()
+      }
+    })
+
+    /** Requests to authgate as a browser sends them (redirects not followed), written into `stack.lines`. */
+    const send = (url: string, init: RequestInit = {}) => stack.fetch(url, { redirect: 'manual', ...init })
+    // The page judges Origin against the address authgate was reached at (the test reaches it at 127.0.0.1).
+    const postForm = (fields: Record<string, string>, origin = stack.gateway.url) =>
+      send(`${stack.publicOrigin}/oauth/consent`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          origin,
+          'sec-fetch-site': origin === stack.gateway.url ? 'same-origin' : 'cross-site',
+          'sec-fetch-mode': 'navigate',
+          'sec-fetch-dest': 'document',
+        },
+        body: new URLSearchParams(fields).toString(),
+      })
+
+    it('the metadata advertises documents; the SDK names itself by the URL and is sent to authorize', async () => {
+      const metadata = (await (
+        await send(`${stack.publicOrigin}/.well-known/oauth-authorization-server/auth`)
+      ).json()) as Record<string, unknown>
+      assert.equal(metadata.client_id_metadata_document_supported, true)
+
+      const client = new parts.Client({ name: 'cimd-test', version: '1.0.0' })
+      const transport = new parts.StreamableHTTPClientTransport(new URL(stack.resource), {
+        authProvider: provider,
+        fetch: stack.fetch,
+      })
+      await assert.rejects(client.connect(transport), parts.UnauthorizedError)
+      assert.equal(provider.client?.client_id, docUrl, 'no registration: the URL is the client id')
+      const url = provider.authorizationUrl!
+      assert.equal(url.searchParams.get('client_id'), docUrl)
+      assert.equal(url.searchParams.get('resource'), stack.resource)
+    })
+
+    it('authorize fetches the document once and sends the browser to authgate’s consent page', async () => {
+      const toConsent = await send(provider.authorizationUrl!.href)
+      assert.equal(toConsent.status, 302)
+      const consentUrl = new URL(toConsent.headers.get('location')!)
+      assert.equal(consentUrl.origin + consentUrl.pathname, `${stack.publicOrigin}/oauth/consent`)
+      authorizationId = consentUrl.searchParams.get('authorization_id')!
+      assert.deepEqual(docs.fetches, ['/mcp-client.json'])
+
+      // A second authorization within the document's max-age reads the cached document.
+      const again = await send(provider.authorizationUrl!.href)
+      assert.equal(again.status, 302)
+      await again.body?.cancel()
+      assert.deepEqual(docs.fetches, ['/mcp-client.json'], 'served from the cache (max-age=300)')
+    })
+
+    it('a redirect_uri outside the document is refused without redirecting', async () => {
+      const url = new URL(provider.authorizationUrl!)
+      url.searchParams.set('redirect_uri', 'http://localhost:3000/elsewhere')
+      const refused = await send(url.href)
+      assert.equal(refused.status, 400)
+      assert.equal(refused.headers.get('location'), null)
+      assert.match(((await refused.json()) as { msg: string }).msg, /redirect_uri/)
+    })
+
+    it('the page asks an unknown user to sign in, and refuses a POST from another origin', async () => {
+      const page = await send(`${stack.publicOrigin}/oauth/consent?authorization_id=${authorizationId}`, {
+        headers: { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'cross-site' },
+      })
+      assert.equal(page.status, 200)
+      assert.match(page.headers.get('content-security-policy')!, /frame-ancestors 'none'/)
+      assert.match(page.headers.get('content-security-policy')!, /default-src 'none'/)
+      assert.equal(page.headers.get('x-frame-options'), 'DENY')
+      assert.equal(page.headers.get('cache-control'), 'no-store')
+      const html = await page.text()
+      assert.match(html, /name="password"/)
+      assert.doesNotMatch(html, /<script|https?:\/\/(?!localhost)/, 'no script, nothing loaded from elsewhere')
+
+      const forged = await postForm(
+        { authorization_id: authorizationId, decision: 'sign_in', email: CIMD_EMAIL, password: PASSWORD },
+        'https://evil.example',
+      )
+      assert.equal(forged.status, 403)
+      await forged.body?.cancel()
+      const wrong = await postForm({
+        authorization_id: authorizationId,
+        decision: 'sign_in',
+        email: CIMD_EMAIL,
+        password: 'not-the-password',
+      })
+      assert.equal(wrong.status, 400)
+      assert.match(await wrong.text(), /not right/)
+    })
+
+    it('signed in, the user sees the client by its URL, where it sends them, the scopes, and approves', async () => {
+      const signedIn = await postForm({
+        authorization_id: authorizationId,
+        decision: 'sign_in',
+        email: CIMD_EMAIL,
+        password: PASSWORD,
+      })
+      assert.equal(signedIn.status, 200)
+      const html = await signedIn.text()
+      assert.match(html, /Todo MCP client/)
+      assert.ok(html.includes(docUrl), "the client id shown is the document's URL")
+      assert.match(html, /<strong>localhost:3000<\/strong>/)
+      assert.match(html, /<code>openid<\/code>/)
+      assert.match(html, /<code>email<\/code>/)
+      assert.match(signedIn.headers.get('content-security-policy')!, /form-action 'self' http:\/\/localhost:3000/)
+      const fields = formFields(html)
+      assert.equal(fields.authorization_id, authorizationId)
+      assert.ok(fields.access_token)
+
+      // The consent API, asked by the signed-in user directly, names the client by its URL too.
+      const details = await send(`${stack.publicUrl}/oauth/authorizations/${authorizationId}`, {
+        headers: { authorization: `Bearer ${fields.access_token}` },
+      })
+      assert.equal(details.status, 200)
+      assert.equal(((await details.json()) as { client: { id: string } }).client.id, docUrl)
+
+      const approved = await postForm({ ...fields, decision: 'approve' })
+      assert.equal(approved.status, 303)
+      const callback = new URL(approved.headers.get('location')!)
+      assert.equal(callback.origin + callback.pathname, CIMD_REDIRECT)
+      assert.equal(callback.searchParams.get('iss'), stack.publicUrl)
+      assert.equal(callback.searchParams.get('state'), provider.authorizationUrl!.searchParams.get('state'))
+      callbackCode = callback.searchParams.get('code')!
+      assert.ok(callbackCode)
+    })
+
+    it('the SDK exchanges the code with its URL as client_id and calls a tool on the MCP server', async () => {
+      const transport = new parts.StreamableHTTPClientTransport(new URL(stack.resource), {
+        authProvider: provider,
+        fetch: stack.fetch,
+      })
+      await transport.finishAuth(callbackCode)
+      const token = provider.saved!.access_token
+      const claims = decodeJws(token).payload as { aud: unknown; client_id: string }
+      assert.equal(claims.aud, stack.resource)
+      assert.match(claims.client_id, /^[0-9a-f-]{36}$/, "the token's client_id is the backend client (signed)")
+
+      const client = new parts.Client({ name: 'cimd-test', version: '1.0.0' })
+      await client.connect(
+        new parts.StreamableHTTPClientTransport(new URL(stack.resource), {
+          authProvider: provider,
+          fetch: stack.fetch,
+        }),
+      )
+      const result = await client.callTool({ name: 'whoami', arguments: {} })
+      const who = JSON.parse(result.content[0]!.text!) as { sub: string; client_id: string }
+      assert.equal(who.client_id, claims.client_id)
+      await client.close()
+    })
+
+    it('refreshes with the URL as client_id; the new token calls the tool', async () => {
+      const before = provider.saved!.access_token
+      assert.equal(await sdk!.auth(provider, { serverUrl: stack.resource, fetchFn: stack.fetch }), 'AUTHORIZED')
+      assert.notEqual(provider.saved!.access_token, before)
+      const client = new parts.Client({ name: 'cimd-test', version: '1.0.0' })
+      await client.connect(
+        new parts.StreamableHTTPClientTransport(new URL(stack.resource), {
+          authProvider: provider,
+          fetch: stack.fetch,
+        }),
+      )
+      const result = await client.callTool({ name: 'whoami', arguments: {} })
+      assert.equal(result.content[0]!.type, 'text')
+      await client.close()
+    })
+
+    const initialize = (url: string, token: string) =>
+      send(url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
+      })
+
+    it('refuses the MCP token at another MCP server (a token issued for another resource)', async () => {
+      const refused = await initialize(stack.otherResource, provider.saved!.access_token)
+      assert.equal(refused.status, 401)
+      assert.match(refused.headers.get('www-authenticate')!, /error="invalid_token"/)
+      assert.match(refused.headers.get('www-authenticate')!, /oauth-protected-resource\/other-mcp/)
+      await refused.body?.cancel()
+    })
+
+    it('refuses a plain supabase-js session token at the MCP server', async () => {
+      const refused = await initialize(stack.resource, stack.sessionToken)
+      assert.equal(refused.status, 401)
+      assert.match(refused.headers.get('www-authenticate')!, /error="invalid_token"/)
+      await refused.body?.cancel()
+    })
+
+    it('the grant list names the client by its URL', async () => {
+      const { data } = await stack.user.signInWithPassword({ email: CIMD_EMAIL, password: PASSWORD })
+      const grants = await send(`${stack.publicUrl}/user/oauth/grants`, {
+        headers: { authorization: `Bearer ${data.session!.access_token}` },
+      })
+      assert.equal(grants.status, 200)
+      const list = (await grants.json()) as Array<{ client: { id: string } }>
+      assert.deepEqual(
+        list.map((g) => g.client.id),
+        [docUrl],
+      )
+    })
+
+    it('a document whose redirect URIs change gets a backend client with the new ones', async () => {
+      const url = `${docs.origin}/changing-client.json`
+      const document = (redirect: string) => ({
+        cacheControl: 'no-cache',
+        body: { client_id: url, client_name: 'Changing client', redirect_uris: [redirect] },
+      })
+      const authorize = (redirect: string) => {
+        const u = new URL(provider.authorizationUrl!)
+        u.searchParams.set('client_id', url)
+        u.searchParams.set('redirect_uri', redirect)
+        return send(u.href)
+      }
+      docs.documents.set('/changing-client.json', document('http://localhost:3000/first'))
+      const first = await authorize('http://localhost:3000/first')
+      assert.equal(first.status, 302)
+      assert.match(first.headers.get('location')!, /\/oauth\/consent\?authorization_id=/)
+      docs.documents.set('/changing-client.json', document('http://localhost:3000/second'))
+      const second = await authorize('http://localhost:3000/second')
+      assert.equal(second.status, 302, 'Supabase Auth knows the new redirect URI')
+      assert.match(second.headers.get('location')!, /\/oauth\/consent\?authorization_id=/)
+      const old = await authorize('http://localhost:3000/first')
+      assert.equal(old.status, 400, 'the old one is no longer the document’s')
+      await old.body?.cancel()
+    })
+
+    it('refuses documents authgate may not use: another origin, a wrong client_id, a secret', async () => {
+      const bad = async (path: string, body: Record<string, unknown> | undefined, expected: RegExp) => {
+        const url = `${docs.origin}${path}`
+        if (body) docs.documents.set(path, { cacheControl: 'no-store', body: { client_id: url, ...body } })
+        const u = new URL(provider.authorizationUrl!)
+        u.searchParams.set('client_id', url)
+        const refused = await send(u.href)
+        assert.equal(refused.status, 400, path)
+        assert.match(((await refused.json()) as { msg: string }).msg, expected)
+      }
+      await bad('/secret.json', { redirect_uris: [CIMD_REDIRECT], client_secret: 's' }, /secret/)
+      await bad(
+        '/wrong-id.json',
+        { client_id: 'https://elsewhere.example/x', redirect_uris: [CIMD_REDIRECT] },
+        /client_id/,
+      )
+      await bad('/missing.json', undefined, /404/)
+      const u = new URL(provider.authorizationUrl!)
+      u.searchParams.set('client_id', 'https://clients.example.org/mcp.json')
+      const elsewhere = await send(u.href)
+      assert.equal(elsewhere.status, 400)
+      assert.match(((await elsewhere.json()) as { msg: string }).msg, /not accepted/)
+      // The token endpoint refuses such a client_id in RFC 6749's words.
+      const token = await send(`${stack.publicUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: 'x',
+          client_id: 'https://clients.example.org/mcp.json',
+        }).toString(),
+      })
+      assert.equal(token.status, 400)
+      assert.equal(((await token.json()) as { error: string }).error, 'invalid_client')
+    })
+  },
+)

@@ -101,6 +101,8 @@ const APP_OPTIONS = Object.keys({
   tracing: true,
   answerUnrouted: true,
   services: true,
+  clientMetadata: true,
+  consentPage: true,
 } satisfies Record<keyof AuthgateOptions, true>)
 
 /** What the service adds around the plugin: readiness (turned off first on shutdown) and the metrics. */
@@ -179,6 +181,8 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     ...(options.rateLimit !== undefined ? { rateLimit: options.rateLimit } : {}),
     ...(options.rateLimitStore !== undefined ? { rateLimitStore: options.rateLimitStore } : {}),
     ...(options.sessions !== undefined ? { sessions: options.sessions } : {}),
+    ...(options.clientMetadata !== undefined ? { clientMetadata: options.clientMetadata } : {}),
+    ...(options.consentPage !== undefined ? { consentPage: options.consentPage } : {}),
     ...(options.sessionStore !== undefined ? { sessionStore: options.sessionStore } : {}),
   })
   const { backend, forwarder, rateLimiter } = app.authgate

@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     process.exit(2)
   }
   const settings = configured()
-  const { core: config, rateLimit, openapi, workers, sessions, services } = settings
+  const { core: config, rateLimit, openapi, workers, sessions, services, clientMetadata, consentPagePath } = settings
   if (workers > 1 && cluster.isPrimary) {
     const log = (message: string) => process.stderr.write(`authgate: ${message}\n`)
     runPrimary({
@@ -101,6 +101,8 @@ async function main(): Promise<void> {
       ...(rateLimitStore ? { rateLimitStore } : {}),
       openapi,
       ...(sessions ? { sessions } : {}),
+      ...(clientMetadata ? { clientMetadata } : {}),
+      ...(consentPagePath ? { consentPage: { path: consentPagePath } } : {}),
       ...(services ? { services } : {}),
       logger: true,
       processMetrics: true,

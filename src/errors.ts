@@ -44,6 +44,10 @@ export const ERRORS = {
   invalid_api_key: { status: 401, message: 'Invalid API key' },
   service_key_required: { status: 403, message: 'This service needs the service-role or a secret key' },
   session_store_unavailable: { status: 503, message: 'The session store could not be reached' },
+  client_metadata_unavailable: {
+    status: 503,
+    message: "The store of client ID metadata documents' clients could not be reached",
+  },
   backend_unreachable: { status: 502, message: 'The authentication backend could not be reached' },
   // An answer authgate must read (a session answer, a mended one) in a coding it cannot undo.
   backend_unreadable: { status: 502, message: 'The answer of the authentication backend could not be read' },
@@ -56,6 +60,7 @@ export const ERRORS = {
   // RFC 6749 §5.2 errors of the OAuth token endpoint, answered in that shape as Supabase Auth does.
   invalid_request: { status: 400, message: 'The request is missing a required parameter', shape: 'oauth' },
   unsupported_grant_type: { status: 400, message: 'The grant type is not supported', shape: 'oauth' },
+  invalid_client: { status: 400, message: 'Client authentication failed', shape: 'oauth' },
 } as const satisfies Record<string, { status: number; message: string; shape?: 'oauth' }>
 
 export type ErrorCode = keyof typeof ERRORS

@@ -5,6 +5,13 @@ import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
 import {
+  createClientMetadataRegistry,
+  resolveClientMetadataConfig,
+  type ClientMetadataConfig,
+  type ClientMetadataOptions,
+  type ClientMetadataRegistry,
+} from './auth/client-metadata/index.ts'
+import {
   backendOptions,
   CORE_OPTIONS,
   isResolvedConfig,
@@ -25,6 +32,7 @@ import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings, RATE_LIMITABLE_ROUTES } from './settings.ts'
 import { refuseUnknownOptions } from './config/known-options.ts'
 import { authValidatorCompiler } from './validation.ts'
+import { mountConsentPage, parseConsentPagePath } from './auth/consent-page/index.ts'
 
 /** The core options the plugin itself uses; the service's own (port, timeouts of clients, health paths) are not read here. */
 export type GatewayConfig = Pick<
@@ -66,6 +74,8 @@ const PLUGIN_KEYS = Object.keys({
   rateLimitStore: true,
   sessions: true,
   sessionStore: true,
+  clientMetadata: true,
+  consentPage: true,
 } satisfies Record<keyof AuthgatePluginOptions, true>)
 const REGISTER_KEYS = ['logLevel', 'logSerializers']
 
@@ -113,6 +123,16 @@ export interface AuthgatePluginOptions {
   sessions?: SessionOptions | false
   /** Where cookie sessions live instead of the store their configuration selects (tests). */
   sessionStore?: SessionStore
+  /**
+   * Client ID metadata documents (docs/mcp.md): an https URL as an OAuth `client_id`, its document
+   * fetched and registered at Supabase Auth as a client of its own. Off unless given.
+   */
+  clientMetadata?: ClientMetadataOptions | ClientMetadataConfig | false
+  /**
+   * authgate's own OAuth consent page (docs/mcp.md), served at `path` outside the prefix: the
+   * backend's `GOTRUE_OAUTH_SERVER_AUTHORIZATION_PATH`. Off unless given.
+   */
+  consentPage?: { path: string } | false
 }
 
 /** What the plugin decorates the instance with, for hooks and health checks of the application. */
@@ -124,6 +144,8 @@ export interface AuthgateState {
   rateLimiter: RateLimiter | undefined
   /** Cookie sessions, when turned on. */
   sessions: SessionGate | undefined
+  /** Client ID metadata documents, when turned on: the URL ↔ backend client mapping. */
+  clientMetadata: ClientMetadataRegistry | undefined
 }
 
 declare module 'fastify' {
@@ -185,7 +207,10 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
           ...(options.rateLimitStore ? { store: options.rateLimitStore } : {}),
           autoconfirms: autoconfirmLookup(backend),
         })
-  app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions })
+  const clientMetadata = options.clientMetadata
+    ? createClientMetadataRegistry(resolveClientMetadataConfig(options.clientMetadata), backend, app.log)
+    : undefined
+  app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions, clientMetadata })
   // The protect hook (src/protect/hook.ts) finds the cookie sessions here.
   if (sessions) {
     app.decorate('authgateSessions', sessions)
@@ -195,12 +220,18 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
     await backend.close()
     await rateLimiter?.close()
     await sessions?.sessions.store.close()
+    await clientMetadata?.close()
   })
   // Waits (bounded, never throws) for Redis so the first requests are limited too.
   if (rateLimiter) await rateLimiter.ready()
   if (sessions && !(await sessions.sessions.store.ready(5_000)))
     app.log.warn(
       'cookie sessions: the session store is not reachable yet; requests with a session cookie get 503 until it is',
+    )
+
+  if (clientMetadata && !(await clientMetadata.ready(5_000)))
+    app.log.warn(
+      'client metadata: the Redis store is not reachable yet; authorizations with a document URL fail until it is',
     )
 
   const routes = enabledRoutes(config.disabledGroups)
@@ -233,6 +264,17 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
   )
   // Outside the prefix: discovery documents where RFC 8414 §3.1 clients look for them.
   mountRootAliases(app, { prefix: config.prefix, forwarder, routes })
+  if (options.consentPage) {
+    const path = parseConsentPagePath('consentPage.path', options.consentPage.path)
+    if (path !== undefined)
+      await mountConsentPage(app, {
+        path,
+        backend,
+        sessions,
+        clientMetadata,
+        signInLimit: rateLimiter?.hookFor('POST', '/token'),
+      })
+  }
 }
 
 /**

@@ -8,6 +8,8 @@ import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import type { LimitableRoute } from './ratelimit/abuse-config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
 import { loadSessionConfig, type SessionConfig } from './sessions/config.ts'
+import { parseConsentPagePath } from './auth/consent-page/index.ts'
+import { loadClientMetadataConfig, type ClientMetadataConfig } from './auth/client-metadata/index.ts'
 import { loadServicesConfig, withHostedBackend, type ServicesConfig } from './services/config.ts'
 import { serviceRouteKeys } from './services/table.ts'
 
@@ -27,6 +29,10 @@ export interface ServiceSettings {
   sessions: SessionConfig | undefined
   /** The Supabase services beside Auth; undefined when none is configured. */
   services: ServicesConfig | undefined
+  /** Client ID metadata documents; undefined when off. */
+  clientMetadata: ClientMetadataConfig | undefined
+  /** AUTHGATE_OAUTH_CONSENT_PAGE: the path of authgate's consent page; undefined when off. */
+  consentPagePath: string | undefined
 }
 
 /** Every route a rate limit may name: the auth routes' table and the services' routes beside it. */
@@ -80,6 +86,14 @@ export function loadServiceSettings(env: Env): ServiceSettings {
       'AUTHGATE_SESSION_STORE',
       'with AUTHGATE_WORKERS above 1 cookie sessions need the redis store (workers do not share memory)',
     )
+  const clientMetadata = loadClientMetadataConfig(env)
+  // Each worker would register its own client for a document: a code issued to one worker's
+  // client could not be exchanged through another's mapping.
+  if (clientMetadata?.store.kind === 'memory' && workers > 1)
+    throw new AuthgateConfigError(
+      'AUTHGATE_OAUTH_CLIENT_METADATA',
+      'with AUTHGATE_WORKERS above 1 client ID metadata documents need AUTHGATE_REDIS_URL (workers do not share memory)',
+    )
   return {
     core,
     rateLimit: loadRateLimitSettings(env),
@@ -88,5 +102,10 @@ export function loadServiceSettings(env: Env): ServiceSettings {
     publicUrl: loadPublicUrl(env),
     sessions,
     services: loadServicesConfig(env),
+    clientMetadata,
+    consentPagePath: parseConsentPagePath(
+      'AUTHGATE_OAUTH_CONSENT_PAGE',
+      settingValue(env, 'AUTHGATE_OAUTH_CONSENT_PAGE')!,
+    ),
   }
 }

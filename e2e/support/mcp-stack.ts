@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { GoTrueClient } from '@supabase/auth-js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { authgateProtect } from '../../src/protect/index.ts'
 import { defineRoute } from '../../src/routes-dsl/index.ts'
 import { AUTH_ADMIN_ROLE, postgresTarget, runPsql } from './postgres.ts'
-import { startGateway, type Gateway } from './stack.ts'
+import { startGateway, type Gateway, type StackOptions } from './stack.ts'
 import { reservePort, startSupabaseAuth, type SupabaseAuthServer } from './supabase-auth.ts'
 
 /**
@@ -38,6 +39,8 @@ export interface McpStack {
   publicUrl: string
   /** publicOrigin + /mcp: the MCP server, as its metadata names it and the hook writes it into `aud`. */
   resource: string
+  /** publicOrigin + /other-mcp: a second MCP server, another resource (the hook never names it). */
+  otherResource: string
   /** Requests to the public origin, sent to the same authgate over 127.0.0.1 and written down in `lines`. */
   fetch: typeof fetch
   lines: string[]
@@ -52,11 +55,34 @@ export interface McpStack {
  * serving an MCP server at /mcp (`auth: { resource }`), /mcp/todos (the hook's scope) and an
  * ordinary route /api/me. The MCP routes answer `{sub, client_id}` of the token.
  */
-export async function startMcpStack(database: string, user: { email: string; password: string }): Promise<McpStack> {
+export interface McpStackOptions {
+  clientMetadata?: StackOptions['clientMetadata']
+  consentPage?: StackOptions['consentPage']
+  /**
+   * The MCP servers at /mcp and /other-mcp are the MCP TypeScript SDK's (`McpServer` on its
+   * Streamable HTTP transport, stateless), with one tool, `whoami`, answering the token's `sub`
+   * and `client_id`; without it /mcp answers those as plain JSON.
+   */
+  sdkServer?: McpServerFactory
+}
+
+/** Handles one MCP request with the SDK's server for the token's user (see McpStackOptions.sdkServer). */
+export type McpServerFactory = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: { sub: string | undefined; client_id: string | undefined },
+) => Promise<void>
+
+export async function startMcpStack(
+  database: string,
+  user: { email: string; password: string },
+  options: McpStackOptions = {},
+): Promise<McpStack> {
   const reservation = await reservePort()
   const publicOrigin = `http://localhost:${reservation.port}`
   const publicUrl = `${publicOrigin}/auth`
   const resource = `${publicOrigin}/mcp`
+  const otherResource = `${publicOrigin}/other-mcp`
   const backend = await startSupabaseAuth({
     publicUrl,
     database,
@@ -73,18 +99,41 @@ export async function startMcpStack(database: string, user: { email: string; pas
       port: reservation.port,
       prefix: '/auth',
       label: 'authgate in front of an MCP server',
+      ...(options.clientMetadata ? { clientMetadata: options.clientMetadata } : {}),
+      ...(options.consentPage ? { consentPage: options.consentPage } : {}),
       beforeListen: async (app) => {
         await app.register(authgateProtect, {
           backendUrl: new URL(backend.url),
           issuer: publicUrl,
-          resources: [{ resource, resourceName: 'Todo MCP server', scopesSupported: ['openid', 'email'] }],
+          resources: [
+            { resource, resourceName: 'Todo MCP server', scopesSupported: ['openid', 'email'] },
+            { resource: otherResource, resourceName: 'Another MCP server', scopesSupported: ['openid', 'email'] },
+          ],
           hookScopes: ['todos:read'],
         })
         const answer = async (request: { user: { sub: string; client_id: string | undefined } | null }) => ({
           sub: request.user?.sub,
           client_id: request.user?.client_id,
         })
-        app.route(defineRoute({ method: 'POST', url: '/mcp', tags: ['MCP'], auth: { resource }, handler: answer }))
+        const sdk = options.sdkServer
+        if (sdk !== undefined) {
+          // The SDK's transport writes the answer itself (JSON, SSE, 202, 405), outside the document.
+          for (const [url, res] of [
+            ['/mcp', resource],
+            ['/other-mcp', otherResource],
+          ] as const)
+            app.route(
+              defineRoute({
+                method: ['GET', 'POST', 'DELETE'],
+                url,
+                hide: true,
+                auth: { resource: res },
+                handler: (request, reply) =>
+                  sdk(request, reply, { sub: request.user?.sub, client_id: request.user?.client_id }),
+              }),
+            )
+        } else
+          app.route(defineRoute({ method: 'POST', url: '/mcp', tags: ['MCP'], auth: { resource }, handler: answer }))
         app.route(
           defineRoute({
             method: 'POST',
@@ -125,6 +174,7 @@ export async function startMcpStack(database: string, user: { email: string; pas
     publicOrigin,
     publicUrl,
     resource,
+    otherResource,
     fetch: viaGateway,
     lines,
     user: client,

@@ -29,6 +29,10 @@ export interface StackOptions {
   protect?: AuthgateOptions['protect']
   /** The Supabase services beside Auth (docs/services.md), given Supabase Auth once it runs (its JWT keys). */
   services?: (backend: SupabaseAuthServer) => AuthgateOptions['services']
+  /** Client ID metadata documents (docs/mcp.md); off unless given. */
+  clientMetadata?: AuthgateOptions['clientMetadata']
+  /** authgate's own OAuth consent page (docs/mcp.md); off unless given. */
+  consentPage?: AuthgateOptions['consentPage']
 }
 
 export interface Gateway {
@@ -75,6 +79,8 @@ export async function startGateway(
     ...(options.sessions ? { sessions: options.sessions } : {}),
     ...(options.protect ? { protect: options.protect } : {}),
     ...(options.services ? { services: options.services(backend) } : {}),
+    ...(options.clientMetadata ? { clientMetadata: options.clientMetadata } : {}),
+    ...(options.consentPage ? { consentPage: options.consentPage } : {}),
   })
   await options.beforeListen?.(app)
   const observed = recordAnswers(app)

@@ -5,6 +5,7 @@ import type { RateLimitHook } from '../ratelimit/limiter.ts'
 import type { SessionGate } from '../sessions/gate.ts'
 import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
 import { bodyHook } from './body.ts'
+import { forwardedQuery } from './client-metadata/translate.ts'
 import { decodedBasicCredentials } from './client-credentials.ts'
 import { queryHook, readQueryAsBackend } from './query.ts'
 import { queryRequirementsHook } from './query-requirements.ts'
@@ -95,6 +96,7 @@ function plainForwardHandler(route: AuthRoute, options: MountOptions) {
         method,
         path: template,
         body: sendsBody ? request.rawBody : undefined,
+        query: forwardedQuery(request),
         cacheable: route.cacheable === true,
         ...(basic ? { headers: { authorization: basic } } : {}),
         ...withMend(route, added, request),
@@ -222,6 +224,7 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
     const preHandlers = [
       ...(route.requiredByQuery ? [queryRequirementsHook(route)] : []),
       ...(bodyLimiter ? [bodyLimiter] : []),
+      ...(route.prepare ? [route.prepare] : []),
     ]
     scope.route({
       method: route.method,

@@ -431,6 +431,34 @@ export const SETTINGS: readonly Setting[] = [
     default: '500ms',
     meaning: 'Redis store: longest wait for one command (a request then gets 503)',
   },
+  // The OAuth 2.1 server's additions (docs/mcp.md)
+  {
+    name: 'AUTHGATE_OAUTH_CLIENT_METADATA',
+    group: 'OAuth server',
+    default: 'off',
+    meaning:
+      'client ID metadata documents: an https URL as `client_id`, its document fetched (no private addresses, 5 KiB, 5 s, cached by its HTTP freshness) and registered at Supabase Auth as a public client (needs `GOTRUE_OAUTH_SERVER_ALLOW_DYNAMIC_REGISTRATION`); `any` https origin or a comma list of origins whose documents are accepted. The mapping lives in Redis when AUTHGATE_REDIS_URL is set',
+  },
+  {
+    name: 'AUTHGATE_OAUTH_CLIENT_METADATA_PRIVATE_ORIGINS',
+    group: 'OAuth server',
+    defaultText: 'none',
+    meaning:
+      'comma list of document origins whose host may resolve to private or loopback addresses (an internal document server; tests). Leave unset for public clients',
+  },
+  {
+    name: 'AUTHGATE_OAUTH_CLIENT_METADATA_CA',
+    group: 'OAuth server',
+    defaultText: 'none',
+    meaning: "PEM file of CA certificates trusted for documents besides Node.js's own (an internal CA; tests)",
+  },
+  {
+    name: 'AUTHGATE_OAUTH_CONSENT_PAGE',
+    group: 'OAuth server',
+    default: 'off',
+    meaning:
+      "authgate's own OAuth consent page at this path (set `GOTRUE_OAUTH_SERVER_AUTHORIZATION_PATH` to it, under `GOTRUE_SITE_URL` = authgate's origin), e.g. `/oauth/consent`: the user signs in (bearer token, session cookie where AUTHGATE_SESSION_OAUTH_CONSENT allows, or e-mail and password) and approves or denies",
+  },
   // Services beyond Auth (src/services/table.ts)
   {
     name: 'AUTHGATE_SUPABASE_URL',

@@ -33,6 +33,8 @@ export interface ForwardTarget {
   path: string
   /** The exact request bytes, or undefined for no body. */
   body: Buffer | undefined
+  /** The query string (with its `?`) sent in place of the request's own (a translated `client_id`). */
+  query?: string | undefined
   /** The answer is the same for every client and may be served from the response cache. */
   cacheable?: boolean
   /** Request headers sent in place of the client's (lower-case name → value). */
@@ -164,6 +166,7 @@ export class Forwarder {
   #backendPath(request: FastifyRequest, target: ForwardTarget): string {
     const url = request.raw.url ?? ''
     const q = url.indexOf('?')
+    if (target.query !== undefined) return this.#backend.basePath + target.path + target.query
     return this.#backend.basePath + target.path + (q === -1 ? '' : url.slice(q))
   }
 

@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { TSchema } from 'typebox'
 import type { BackendAnswer } from '../../errors.ts'
 import type { AnswerMend } from '../../proxy/relay.ts'
@@ -139,6 +140,11 @@ export interface AuthRoute {
    * the answer is held whole and changed before it is relayed.
    */
   mend?: AnswerMend
+  /**
+   * Runs after validation, before the request is forwarded, and may answer it itself: the client
+   * ID metadata documents' translation of a URL `client_id` (src/auth/client-metadata/).
+   */
+  prepare?: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
   /**
    * Body fields that one query value makes required (non-empty strings), which a body schema cannot
    * say because it does not see the query: checked after the body's schema, refused in Supabase

@@ -4,6 +4,15 @@ import * as oauth from '../types/oauth.ts'
 import { withDefaults, type GroupDefaults } from './entry.ts'
 import { RATE, noContent, ok, redirect } from './shared.ts'
 import { completeClientRegistration } from '../oauth-mends.ts'
+import type { AnswerMend } from '../../proxy/relay.ts'
+import {
+  advertiseClientMetadata,
+  authorizationClientUrl,
+  authorizeClientId,
+  grantClientUrls,
+  revokeGrantClientId,
+  tokenClientId,
+} from '../client-metadata/translate.ts'
 import {
   advertiseIssParameter,
   issOnAuthorizationRedirect,
@@ -13,6 +22,18 @@ import {
 
 /** The OAuth 2.1 server is off (`GOTRUE_OAUTH_SERVER_ENABLED`). */
 const OAUTH_OFF = 'feature_disabled'
+
+/** Mends run one after the other, each on the answer the one before left. */
+const chain =
+  (...mends: AnswerMend[]): AnswerMend =>
+  async (answer, request) => {
+    let out = answer
+    for (const mend of mends) out = await mend(out, request)
+    return out
+  }
+
+/** The metadata as authgate extends it: RFC 9207 `iss` (D81), client ID metadata documents (D98). */
+const metadataMend = chain(advertiseIssParameter, advertiseClientMetadata)
 
 const OAUTH: GroupDefaults = { kind: 'typed', tag: 'OAuth', group: 'oauth', bearer: false, rateLimited: false }
 
@@ -32,8 +53,9 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     errors: { 404: [OAUTH_OFF] },
     cacheable: true,
     rootAlias: true,
-    // RFC 9207: authgate adds `iss` to authorization responses (docs/decisions.md, D81).
-    mend: advertiseIssParameter,
+    // RFC 9207: authgate adds `iss` to authorization responses (docs/decisions.md, D81); with
+    // client ID metadata documents on, it says so (D98).
+    mend: metadataMend,
   },
   {
     method: 'GET',
@@ -45,7 +67,7 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     errors: {},
     cacheable: true,
     rootAlias: true,
-    mend: advertiseIssParameter,
+    mend: metadataMend,
   },
   {
     method: 'GET',
@@ -68,7 +90,11 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     query: Type.Object({
       // Supabase Auth answers an empty one with 400 ("client_id is required", "redirect_uri is
       // required"); every later problem goes back to the redirect URI (302).
-      client_id: str('Registered client id', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60', { minLength: 1 }),
+      client_id: str(
+        'Registered client id, or (with AUTHGATE_OAUTH_CLIENT_METADATA) the https URL of a client ID metadata document',
+        '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60',
+        { minLength: 1 },
+      ),
       redirect_uri: str('A registered redirect URI', 'http://localhost:3000/callback', { minLength: 1 }),
       response_type: Type.Optional(str('Only `code`', 'code')),
       scope: Type.Optional(str('Space-separated scopes', 'openid email')),
@@ -81,6 +107,8 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
       302: redirect('To the consent page, or to `redirect_uri` with `code` or `error` and `iss` (RFC 9207)'),
     },
     errors: { 400: ['validation_failed', 'oauth_client_not_found'], 404: [OAUTH_OFF] },
+    // A client ID metadata document's URL becomes the backend client's UUID (D98).
+    prepare: authorizeClientId,
     mend: issOnAuthorizationRedirect,
   },
   {
@@ -112,6 +140,7 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     rateLimited: true,
     // RFC 6749 §5.2 for the refusals Supabase Auth answers in its own shape (docs/decisions.md, D82).
     mend: oauthTokenError,
+    prepare: tokenClientId,
   },
   {
     method: 'POST',
@@ -167,7 +196,8 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     errors: { 403: ['bad_jwt'], 404: ['oauth_authorization_not_found', OAUTH_OFF] },
     // Approves (at once, when an earlier consent covers the scopes) a code any client can trade for tokens.
     cookieGuard: 'consent',
-    mend: issOnConsentRedirect,
+    // The client by the URL it knows itself by, when a metadata document registered it (D98).
+    mend: chain(issOnConsentRedirect, authorizationClientUrl),
   },
   {
     method: 'POST',
@@ -189,6 +219,7 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     description: 'The clients the signed-in user has authorised, with the scopes granted.',
     responses: ok('Active grants', oauth.OAuthGrantList),
     errors: { 404: [OAUTH_OFF] },
+    mend: grantClientUrls,
   },
   {
     method: 'DELETE',
@@ -196,8 +227,20 @@ export const oauthUserRoutes = withDefaults({ ...OAUTH, bearer: true }, [
     summary: 'Revoke an OAuth grant',
     description:
       "Revokes the signed-in user's consent for the client named by `client_id`, and the client's sessions for the user. The body is not read.",
-    query: Type.Object({ client_id: uuid('Client whose grant to revoke', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60') }),
+    query: Type.Object({
+      client_id: Type.Union(
+        [
+          uuid('Client whose grant to revoke', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
+          str('Or the URL of its client ID metadata document', 'https://app.example.com/mcp.json', {
+            format: 'uri',
+            pattern: '^https://',
+          }),
+        ],
+        { description: 'Client whose grant to revoke', examples: ['0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'] },
+      ),
+    }),
     responses: noContent('Revoked'),
+    prepare: revokeGrantClientId,
     errors: { 404: ['oauth_client_not_found', 'oauth_consent_not_found', OAUTH_OFF] },
   },
 ])

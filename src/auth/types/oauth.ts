@@ -173,7 +173,20 @@ export const OAuthUserInfo = Type.Object(
 
 const ClientDetails = Type.Object(
   {
-    id: uuid('Client id', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
+    // A client registered for a client ID metadata document is named by the document's URL (D98).
+    id: Type.Union(
+      [
+        uuid('Client id', '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'),
+        str('The URL of the client ID metadata document the client is known by', 'https://app.example.com/mcp.json', {
+          format: 'uri',
+          pattern: '^https://',
+        }),
+      ],
+      {
+        description: 'Client id: the UUID, or the client ID metadata document URL the client is known by',
+        examples: ['0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60'],
+      },
+    ),
     name: opt(str('Display name', 'My App')),
     uri: opt(str('Home page', 'https://app.example.com')),
     logo_uri: opt(str('Logo', 'https://app.example.com/logo.png')),
