@@ -78,23 +78,41 @@ $$;`
  * Does what supabase/auth's hack/init_postgres.sql does, but in a dedicated database and
  * idempotently. Roles are cluster-wide, so they are created once and never dropped; the
  * search_path is set per database so other databases of the cluster are left alone.
- * With `fresh`, the database is dropped first (open connections included).
+ * With `fresh`, the database is dropped first (open connections included); with `template`, a
+ * database made here is a copy of that one (settings per database, which a copy does not carry,
+ * are set again).
  */
 export async function prepareAuthDatabase(
   database: string,
-  options: { fresh?: boolean; target?: PostgresTarget } = {},
+  options: { fresh?: boolean; target?: PostgresTarget; template?: string } = {},
 ): Promise<void> {
   assertDatabaseName(database)
+  if (options.template !== undefined) assertDatabaseName(options.template)
   const target = options.target ?? postgresTarget()
-  await runPsql(target, 'postgres', CLUSTER_ROLES_SQL)
-  if (options.fresh === true) {
-    await runPsql(target, 'postgres', `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-  }
-  const exists = await runPsql(target, 'postgres', `SELECT 1 FROM pg_database WHERE datname = '${database}'`)
-  if (exists !== '1') {
-    await runPsql(target, 'postgres', `CREATE DATABASE ${database}`)
-  }
-  await runPsql(target, database, authDatabaseSql(database).join(';\n'))
+  const copy = options.template === undefined ? '' : ` TEMPLATE ${options.template}`
+  // One session for every step: each psql start is a connection and a process, a second or more
+  // on a loaded machine, and the end-to-end suite prepares a database some thirty times.
+  await runPsqlScript(
+    target,
+    'postgres',
+    [
+      `${CLUSTER_ROLES_SQL}`,
+      options.fresh === true ? `DROP DATABASE IF EXISTS ${database} WITH (FORCE);` : '',
+      `SELECT 'CREATE DATABASE ${database}${copy}' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '${database}') \\gexec`,
+      `\\connect ${database}`,
+      ...authDatabaseSql(database).map((statement) => `${statement};`),
+    ].join('\n'),
+  )
+}
+
+/** Runs a psql script (backslash commands allowed) in one session, stopping at the first error. */
+export async function runPsqlScript(target: PostgresTarget, database: string, script: string): Promise<string> {
+  const args = ['-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-h', target.host, '-p', String(target.port)]
+  args.push('-U', target.superuser, '-d', database, '-f', '-')
+  const running = execFileAsync('psql', args, { timeout: 60_000 })
+  running.child.stdin?.end(script)
+  const { stdout } = await running
+  return stdout.trim()
 }
 
 /** What the database itself needs, run inside it once it exists; safe to run again. */

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { generateJwtSecret, generateSigningJwk, signServiceRoleJwt } from './jwt.ts'
 import type { SigningJwk } from './jwt.ts'
+import { authTemplate } from './auth-template.ts'
 import { authDatabaseUrl, dropDatabase, postgresUnavailableReason, prepareAuthDatabase } from './postgres.ts'
 import { findSupabaseAuthBinary } from '../../scripts/supabase-auth/binary.ts'
 import { supabaseAuthEnv } from './supabase-auth-env.ts'
@@ -158,8 +159,9 @@ function baseEnv(): Record<string, string> {
 }
 
 /**
- * Prepares the database, runs the server with no sub-command (it migrates, then serves) and
- * resolves once GET /health answers 200.
+ * Prepares the database (a copy of the binary's migrated template), runs the server with no
+ * sub-command (it migrates, finding nothing left to do, then serves) and resolves once GET /health
+ * answers 200.
  */
 export async function startSupabaseAuth(options: StartSupabaseAuthOptions): Promise<SupabaseAuthServer> {
   if (options.port !== undefined) return startSupabaseAuthOn(options, options.port, async () => undefined)
@@ -177,7 +179,9 @@ async function startSupabaseAuthOn(
   // The process id keeps two suites running at once on one machine (two checkouts, CI beside a
   // developer) from dropping each other's database; the database is dropped again on stop.
   const database = `${options.database ?? process.env.AUTHGATE_E2E_DATABASE ?? DEFAULT_DATABASE}_${process.pid}`
-  await prepareAuthDatabase(database, { fresh: options.freshDatabase ?? true })
+  // A copy of the database this binary's migrations made once: the server finds nothing to migrate.
+  const template = await authTemplate(binary.path)
+  await prepareAuthDatabase(database, { fresh: options.freshDatabase ?? true, template })
 
   const jwtSecret = generateJwtSecret()
   const signingJwk = generateSigningJwk()
