@@ -10,7 +10,7 @@ const MiB = 2 ** 20
  * (bench/services-stream.ts measures the service's own process; docs/services.md has the figures).
  * A relay that held a body would grow by its 100 MiB; the issue asks for less than 20 MB of growth,
  * peak and settled. The 64 KiB buffers each socket read leaves behind are collected every 8 MiB
- * relayed (src/services/scavenge.ts): without that, V8 let 30 to 60 MiB of them pile up.
+ * relayed (src/services/scavenge.ts): without that, the peak was +12 to +47 MiB.
  */
 test(
   '100 MiB each way through the service: memory stays flat',
