@@ -6,7 +6,7 @@
  *
  *   node bench/services-stream.ts [--mb 100]
  *
- * test/services/streaming-memory.test.ts runs the same measurement and holds it to < 20 MiB.
+ * e2e/services-memory.test.ts runs the same measurement and holds it to < 20 MiB.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'

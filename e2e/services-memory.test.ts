@@ -7,12 +7,10 @@ const MiB = 2 ** 20
 
 /**
  * The standalone service relays 100 MiB up and 100 MiB down without holding them
- * (bench/services-stream.ts measures; docs/services.md has the figures). A relay that held a body
- * would grow by its 100 MiB: the peak is held under 80. V8 frees the sockets' 64 KiB read buffers
- * in batches (a collection is forced once about 64 MiB of them are garbage), so the peak varies from
- * run to run (7 to 42 MiB on the 2-core machine); what stays once the transfers are over is held to
- * the 20 MiB the issue asks for. Among the end-to-end files, as a measurement of a whole process: a
- * second test file running beside it moves the collector's timing enough to fail the last bound.
+ * (bench/services-stream.ts measures the service's own process; docs/services.md has the figures).
+ * A relay that held a body would grow by its 100 MiB; the issue asks for less than 20 MB of growth,
+ * peak and settled. The 64 KiB buffers each socket read leaves behind are collected every 8 MiB
+ * relayed (src/services/scavenge.ts): without that, the peak was +12 to +47 MiB.
  */
 test(
   '100 MiB each way through the service: memory stays flat',
@@ -23,8 +21,8 @@ test(
     process.stdout.write(
       `# baseline ${mib(f.baselineBytes)} MiB, peak +${mib(f.uploadPeakBytes - f.baselineBytes)} MiB up, +${mib(f.downloadPeakBytes - f.baselineBytes)} MiB down, settled +${mib(f.settledBytes - f.baselineBytes)} MiB\n`,
     )
-    assert.ok(f.uploadPeakBytes - f.baselineBytes < 80 * MiB, 'the upload was not held')
-    assert.ok(f.downloadPeakBytes - f.baselineBytes < 80 * MiB, 'the download was not held')
+    assert.ok(f.uploadPeakBytes - f.baselineBytes < 20 * MiB, 'the upload was not held')
+    assert.ok(f.downloadPeakBytes - f.baselineBytes < 20 * MiB, 'the download was not held')
     assert.ok(f.settledBytes - f.baselineBytes < 20 * MiB, 'nothing of either stays')
   },
 )

@@ -12,6 +12,7 @@ import { sendServiceError } from './errors.ts'
 import { KeyBook } from './keys.ts'
 import { StreamRelay } from './relay.ts'
 import { planServiceRequest } from './request.ts'
+import { relayed } from './scavenge.ts'
 import type { SessionGate } from '../sessions/gate.ts'
 
 export interface ServiceProxyOptions {
@@ -144,6 +145,9 @@ export class ServiceProxy {
       const socket = raw.socket
       const wanted = upstream.timeoutMs + 15_000
       if (socket.timeout !== undefined && socket.timeout > 0 && socket.timeout < wanted) socket.setTimeout(wanted)
+      // The body's chunks are counted for the collector (src/services/scavenge.ts). Paused first, so
+      // the counting listener does not start the flow: undici resumes the body when it sends it.
+      if (hasBody) raw.pause().on('data', (chunk: Buffer) => relayed(chunk.length))
       const startedAt = performance.now()
       return new Promise<void>((resolve) => {
         const end = (status: number | undefined, error?: BackendErrorKind) => {

@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { inboundResponseHeaders } from '../proxy/headers.ts'
 import { mergeOwnHeaders } from '../proxy/relay.ts'
+import { relayed } from './scavenge.ts'
 
 export interface StreamRelayOptions {
   reply: FastifyReply
@@ -91,6 +92,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    relayed(chunk.length)
     if (!this.#flushed && this.#held === undefined) {
       this.#held = chunk
       return

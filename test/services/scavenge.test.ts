@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createConnection, createServer, type AddressInfo } from 'node:net'
+import { test } from 'node:test'
+import { runInNewContext } from 'node:vm'
+import { relayed, SCAVENGE_EVERY_BYTES } from '../../src/services/scavenge.ts'
+
+const MiB = 2 ** 20
+
+/** `bytes` through a loopback socket, each chunk read and dropped as a relay leaves it. */
+async function readThroughSocket(bytes: number): Promise<void> {
+  const server = createServer((socket) => {
+    const chunk = Buffer.alloc(64 * 1024)
+    let sent = 0
+    const pump = () => {
+      while (sent < bytes) {
+        sent += chunk.length
+        if (!socket.write(chunk)) return void socket.once('drain', pump)
+      }
+      socket.end()
+    }
+    pump()
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const client = createConnection((server.address() as AddressInfo).port, '127.0.0.1')
+  let got = 0
+  client.on('data', (c: Buffer) => (got += c.length))
+  await once(client, 'end')
+  client.destroy()
+  server.close()
+  assert.equal(got, bytes)
+}
+
+const turns = (n: number) =>
+  new Promise<void>((resolve) => (n <= 0 ? resolve() : setImmediate(() => void turns(n - 1).then(resolve))))
+
+test('every 8 MiB relayed, the dead read buffers are freed', async () => {
+  relayed(SCAVENGE_EVERY_BYTES) // the collector is taken on first use
+  await turns(5)
+  const before = process.memoryUsage().arrayBuffers
+  await readThroughSocket(8 * MiB)
+  const held = process.memoryUsage().arrayBuffers
+  assert.ok(held - before >= 4 * MiB, `the buffers stay until collected (${held - before} bytes)`)
+  relayed(SCAVENGE_EVERY_BYTES - 1)
+  relayed(1)
+  // The sweeper may free them off the main thread: a few turns of the loop.
+  let now = held
+  for (let turn = 0; turn < 50 && now - before >= 2 * MiB; turn++) {
+    await turns(1)
+    now = process.memoryUsage().arrayBuffers
+  }
+  assert.ok(now - before < 2 * MiB, `freed: ${now - before} bytes left`)
+})
+
+test('the collector is not exposed to the host: no gc in this context or a new one', () => {
+  relayed(SCAVENGE_EVERY_BYTES)
+  assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined')
+  assert.equal(runInNewContext('typeof gc'), 'undefined')
+})
