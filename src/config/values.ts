@@ -1,7 +1,10 @@
 import { isIP } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { OPTIONAL_GROUPS, type OptionalGroup } from '../core/route-groups.ts'
 import { normaliseBackendUrl } from '../core/backend.ts'
-import { AuthgateConfigError, OFF_WORDS, parseBoolean } from './env.ts'
+import { notHttp } from '../core/url-message.ts'
+import { AuthgateConfigError, OFF_WORDS, parseBoolean, type Env } from './env.ts'
+import { settingValue } from './schema.ts'
 import { parseServePath } from './serve-path.ts'
 
 /**
@@ -287,4 +290,38 @@ export const logLevel: SettingValue<string> = {
   parse: (_, raw) => raw,
   check: (name, v) =>
     typeof v === 'string' && LOG_LEVELS.has(v) ? v : fail(name, `must be one of ${[...LOG_LEVELS].join(', ')}`),
+}
+
+/** A process count from 1 to 256, or `auto` (text) for one per core. */
+export const workerCount: SettingValue<number> = {
+  parse: (variable, raw) => {
+    const v = raw.trim()
+    if (v.toLowerCase() === 'auto') return availableParallelism()
+    if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256)
+      fail(variable, `expected a count from 1 to 256 or "auto", got ${JSON.stringify(raw)}`)
+    return Number(v)
+  },
+  check: integer(1, 256).check,
+}
+
+/** An http(s) URL, kept as written but for its trailing slashes. */
+export const httpUrl: SettingValue<string> = textWith((variable, raw) => {
+  const v = raw.trim()
+  let url: URL
+  try {
+    url = new URL(v)
+  } catch {
+    return fail(variable, `not a URL: ${JSON.stringify(v)}`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(variable, notHttp(v))
+  return v.replace(/\/+$/, '')
+})
+
+/**
+ * One setting read from the environment through its value type: the variable's text, else the
+ * settings schema's default (src/config/schema.ts), parsed; undefined when it has neither.
+ */
+export function readSetting<T>(env: Env, variable: string, value: SettingValue<T>): T | undefined {
+  const raw = settingValue(env, variable)
+  return raw === undefined ? undefined : value.parse(variable, raw)
 }

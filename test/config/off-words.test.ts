@@ -5,6 +5,8 @@ import { FALSE_WORDS, OFF_WORDS, TRUE_WORDS } from '../../src/config/env.ts'
 import { loadOpenApiConfig } from '../../src/docs-server/config.ts'
 import { loadSessionConfig } from '../../src/sessions/config.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
+import { parseConsentPagePath } from '../../src/auth/consent-page/index.ts'
+import { loadClientMetadataConfig } from '../../src/auth/client-metadata/config.ts'
 
 // One vocabulary for "off" and for yes-or-no, in every setting that can be off (docs/decisions.md, D85).
 const SPELLINGS = [...OFF_WORDS].flatMap((w) => [w, w.toUpperCase()])
@@ -52,6 +54,8 @@ describe('every word for off turns off every setting that can be off', () => {
       assert.equal(loadSessionConfig({ AUTHGATE_SESSIONS: off }), undefined)
       assert.equal(loadOpenApiConfig({ AUTHGATE_OPENAPI_PATH: off }).enabled, false)
       assert.equal(loadOpenApiConfig({ AUTHGATE_DOCS_PATH: off }).docsPath, false)
+      assert.equal(parseConsentPagePath('AUTHGATE_OAUTH_CONSENT_PAGE', off), undefined)
+      assert.equal(loadClientMetadataConfig({ AUTHGATE_OAUTH_CLIENT_METADATA: off }), undefined)
     })
   }
 })
