@@ -213,10 +213,13 @@ export const integer = (min: number, max: number): SettingValue<number> => ({
     if (n < min || n > max) fail(variable, `must be between ${min} and ${max}, got ${n}`)
     return n
   },
-  check: (name, v) =>
-    typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max
-      ? v
-      : fail(name, `must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`),
+  check: (name, v) => {
+    if (typeof v !== 'number' || !Number.isInteger(v))
+      fail(name, `must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`)
+    // The text's message for an integer out of range, so both paths read alike.
+    if ((v as number) < min || (v as number) > max) fail(name, `must be between ${min} and ${max}, got ${String(v)}`)
+    return v as number
+  },
 })
 
 /** Milliseconds; in text with a unit. `zero`: 0 is allowed, and in text also `0` or a word for off. */
@@ -290,6 +293,17 @@ export const logLevel: SettingValue<string> = {
   parse: (_, raw) => raw,
   check: (name, v) =>
     typeof v === 'string' && LOG_LEVELS.has(v) ? v : fail(name, `must be one of ${[...LOG_LEVELS].join(', ')}`),
+}
+
+/** One of a few words, in any case in text; exactly one of them in code. */
+export const oneOf = <const W extends string>(words: readonly W[]): SettingValue<W> => {
+  const expected =
+    words.length === 2 ? `"${words[0]}" or "${words[1]}"` : `one of ${words.map((w) => `"${w}"`).join(', ')}`
+  const check = (name: string, v: unknown): W =>
+    typeof v === 'string' && (words as readonly string[]).includes(v)
+      ? (v as W)
+      : fail(name, `must be ${expected}, got ${JSON.stringify(v)}`)
+  return { parse: (variable, raw) => check(variable, raw.trim().toLowerCase()), check }
 }
 
 /** A process count from 1 to 256, or `auto` (text) for one per core. */
