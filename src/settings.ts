@@ -1,9 +1,8 @@
-import { availableParallelism } from 'node:os'
 import { LIMITABLE_ROUTES } from './auth/routes/index.ts'
 import { loadCoreConfig, type CoreConfig } from './config.ts'
 import { AuthgateConfigError, type Env } from './config/env.ts'
 import { settingValue } from './config/schema.ts'
-import { notHttp } from './core/url-message.ts'
+import { httpUrl, readSetting, workerCount } from './config/values.ts'
 import { loadOpenApiConfig, type OpenApiOptions } from './docs-server/config.ts'
 import type { LimitableRoute } from './ratelimit/abuse-config.ts'
 import { loadRateLimitConfig, type RateLimitConfig } from './ratelimit/config.ts'
@@ -51,29 +50,12 @@ export function loadRateLimitSettings(env: Env = {}): RateLimitConfig {
 
 /** AUTHGATE_WORKERS: a count, or `auto` for one per core. */
 export function loadWorkerCount(env: Env = {}): number {
-  const raw = settingValue(env, 'AUTHGATE_WORKERS')!
-  if (raw === 'auto') return availableParallelism()
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 256)
-    throw new AuthgateConfigError(
-      'AUTHGATE_WORKERS',
-      `expected a count from 1 to 256 or "auto", got ${JSON.stringify(raw)}`,
-    )
-  return Number(raw)
+  return readSetting(env, 'AUTHGATE_WORKERS', workerCount)!
 }
 
 /** AUTHGATE_PUBLIC_URL, without a trailing slash. */
 export function loadPublicUrl(env: Env = {}): string | undefined {
-  const raw = env.AUTHGATE_PUBLIC_URL?.trim()
-  if (raw === undefined || raw === '') return undefined
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    throw new AuthgateConfigError('AUTHGATE_PUBLIC_URL', `not a URL: ${JSON.stringify(raw)}`)
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new AuthgateConfigError('AUTHGATE_PUBLIC_URL', notHttp(raw))
-  return raw.replace(/\/+$/, '')
+  return readSetting(env, 'AUTHGATE_PUBLIC_URL', httpUrl)
 }
 
 export function loadServiceSettings(env: Env): ServiceSettings {

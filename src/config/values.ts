@@ -1,7 +1,10 @@
 import { isIP } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { OPTIONAL_GROUPS, type OptionalGroup } from '../core/route-groups.ts'
 import { normaliseBackendUrl } from '../core/backend.ts'
-import { AuthgateConfigError, OFF_WORDS, parseBoolean } from './env.ts'
+import { notHttp } from '../core/url-message.ts'
+import { AuthgateConfigError, OFF_WORDS, parseBoolean, type Env } from './env.ts'
+import { settingValue } from './schema.ts'
 import { parseServePath } from './serve-path.ts'
 
 /**
@@ -210,10 +213,13 @@ export const integer = (min: number, max: number): SettingValue<number> => ({
     if (n < min || n > max) fail(variable, `must be between ${min} and ${max}, got ${n}`)
     return n
   },
-  check: (name, v) =>
-    typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max
-      ? v
-      : fail(name, `must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`),
+  check: (name, v) => {
+    if (typeof v !== 'number' || !Number.isInteger(v))
+      fail(name, `must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`)
+    // The text's message for an integer out of range, so both paths read alike.
+    if ((v as number) < min || (v as number) > max) fail(name, `must be between ${min} and ${max}, got ${String(v)}`)
+    return v as number
+  },
 })
 
 /** Milliseconds; in text with a unit. `zero`: 0 is allowed, and in text also `0` or a word for off. */
@@ -287,4 +293,49 @@ export const logLevel: SettingValue<string> = {
   parse: (_, raw) => raw,
   check: (name, v) =>
     typeof v === 'string' && LOG_LEVELS.has(v) ? v : fail(name, `must be one of ${[...LOG_LEVELS].join(', ')}`),
+}
+
+/** One of a few words, in any case in text; exactly one of them in code. */
+export const oneOf = <const W extends string>(words: readonly W[]): SettingValue<W> => {
+  const expected =
+    words.length === 2 ? `"${words[0]}" or "${words[1]}"` : `one of ${words.map((w) => `"${w}"`).join(', ')}`
+  const check = (name: string, v: unknown): W =>
+    typeof v === 'string' && (words as readonly string[]).includes(v)
+      ? (v as W)
+      : fail(name, `must be ${expected}, got ${JSON.stringify(v)}`)
+  return { parse: (variable, raw) => check(variable, raw.trim().toLowerCase()), check }
+}
+
+/** A process count from 1 to 256, or `auto` (text) for one per core. */
+export const workerCount: SettingValue<number> = {
+  parse: (variable, raw) => {
+    const v = raw.trim()
+    if (v.toLowerCase() === 'auto') return availableParallelism()
+    if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 256)
+      fail(variable, `expected a count from 1 to 256 or "auto", got ${JSON.stringify(raw)}`)
+    return Number(v)
+  },
+  check: integer(1, 256).check,
+}
+
+/** An http(s) URL, kept as written but for its trailing slashes. */
+export const httpUrl: SettingValue<string> = textWith((variable, raw) => {
+  const v = raw.trim()
+  let url: URL
+  try {
+    url = new URL(v)
+  } catch {
+    return fail(variable, `not a URL: ${JSON.stringify(v)}`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(variable, notHttp(v))
+  return v.replace(/\/+$/, '')
+})
+
+/**
+ * One setting read from the environment through its value type: the variable's text, else the
+ * settings schema's default (src/config/schema.ts), parsed; undefined when it has neither.
+ */
+export function readSetting<T>(env: Env, variable: string, value: SettingValue<T>): T | undefined {
+  const raw = settingValue(env, variable)
+  return raw === undefined ? undefined : value.parse(variable, raw)
 }

@@ -1,5 +1,7 @@
-import { AuthgateConfigError, envValue, OFF_WORDS, type Env } from '../config/env.ts'
+import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
 import { parseServePath } from '../config/serve-path.ts'
+import { isRecord } from '../core/is-record.ts'
+import { pathOrOff, textWith, type SettingValue } from '../config/values.ts'
 import { refuseUnknownOptions } from '../config/known-options.ts'
 import { settingValue } from '../config/schema.ts'
 import type { RouteRegistry } from '../openapi/registry.ts'
@@ -47,12 +49,58 @@ export function derive30Path(openapiPath: string): string {
     : `${openapiPath.replace(/\/$/, '')}-3.0`
 }
 
-function parseText(variable: string, raw: string, max: number): string {
-  const v = raw.trim()
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(v)) throw new AuthgateConfigError(variable, 'must not contain control characters')
-  if (v.length > max) throw new AuthgateConfigError(variable, `must be at most ${max} characters, got ${v.length}`)
-  return v
+/** Free text of at most `max` characters, without control characters. */
+const shortText = (max: number): SettingValue<string> =>
+  textWith((variable, raw) => {
+    const v = raw.trim()
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u001f\u007f]/.test(v)) throw new AuthgateConfigError(variable, 'must not contain control characters')
+    if (v.length > max) throw new AuthgateConfigError(variable, `must be at most ${max} characters, got ${v.length}`)
+    return v
+  })
+
+type ExampleUser = NonNullable<OpenApiOptions['exampleUser']>
+
+/** `email:password` in text; `{ email, password }` in code. */
+const exampleUser: SettingValue<ExampleUser> = {
+  parse: (variable, raw) => {
+    const colon = raw.indexOf(':')
+    const email = raw.slice(0, colon).trim()
+    if (colon <= 0 || !email.includes('@') || colon === raw.length - 1)
+      throw new AuthgateConfigError(variable, 'expected email:password, e.g. dev@example.com:secret')
+    return { email, password: raw.slice(colon + 1) }
+  },
+  check: (name, v) => {
+    if (!isRecord(v) || typeof v.email !== 'string' || !v.email.includes('@') || typeof v.password !== 'string')
+      throw new AuthgateConfigError(
+        name,
+        'expected { email, password }, e.g. { email: "dev@example.com", password: "secret" }',
+      )
+    return { email: v.email, password: v.password }
+  },
+}
+
+/**
+ * One descriptor per documentation setting: its variable (default and help in
+ * src/config/schema.ts) and its value type, which parses the variable and checks code's value.
+ */
+const DOC_SETTINGS = {
+  openapiPath: { variable: 'AUTHGATE_OPENAPI_PATH', value: pathOrOff },
+  openapi30Path: { variable: 'AUTHGATE_OPENAPI30_PATH', value: pathOrOff },
+  docsPath: { variable: 'AUTHGATE_DOCS_PATH', value: pathOrOff },
+  title: { variable: 'AUTHGATE_API_TITLE', value: shortText(200) },
+  version: { variable: 'AUTHGATE_API_VERSION', value: shortText(64) },
+  exampleUser: { variable: 'AUTHGATE_DOCS_EXAMPLE_USER', value: exampleUser },
+} as const
+
+type DocSetting = keyof typeof DOC_SETTINGS
+type DocValue<K extends DocSetting> = (typeof DOC_SETTINGS)[K]['value'] extends SettingValue<infer T> ? T : never
+
+/** A setting the environment gives, parsed; undefined when not given (its default is the resolver's). */
+function given<K extends DocSetting>(env: Env, key: K): DocValue<K> | undefined {
+  const { variable, value } = DOC_SETTINGS[key]
+  const raw = envValue(env, variable)
+  return raw === undefined ? undefined : ((value as SettingValue<unknown>).parse(variable, raw) as DocValue<K>)
 }
 
 // Every key of OpenApiOptions, checked complete by the type (`scalar` is registerDocs' own).
@@ -76,12 +124,9 @@ const OPENAPI_OPTIONS = Object.keys({
 export function resolveOpenApiConfig(options: OpenApiOptions = {}): ResolvedOpenApiConfig {
   refuseUnknownOptions(options, [...OPENAPI_OPTIONS, 'scalar'], 'openapi.')
   const openapiPath = parseServePath('openapiPath', options.openapiPath ?? DEFAULT_OPENAPI_PATH)
-  const openapi30Path =
-    options.openapi30Path === false
-      ? false
-      : parseServePath('openapi30Path', options.openapi30Path ?? derive30Path(openapiPath))
-  const docsPath =
-    options.docsPath === false ? false : parseServePath('docsPath', options.docsPath ?? DEFAULT_DOCS_PATH)
+  const openapi30Path = pathOrOff.check('openapi30Path', options.openapi30Path ?? derive30Path(openapiPath))
+  const docsPath = pathOrOff.check('docsPath', options.docsPath ?? DEFAULT_DOCS_PATH)
+  if (options.exampleUser !== undefined) exampleUser.check('exampleUser', options.exampleUser)
   const used = [openapiPath, openapi30Path, docsPath].filter((p): p is string => p !== false)
   if (new Set(used).size !== used.length)
     throw new AuthgateConfigError(
@@ -96,41 +141,24 @@ export function resolveOpenApiConfig(options: OpenApiOptions = {}): ResolvedOpen
  * (`AUTHGATE_OPENAPI_PATH=off` turns off the documents and the page, which needs them).
  */
 export function loadOpenApiConfig(env: Env = process.env): OpenApiOptions {
-  const get = (name: string) => envValue(env, name)
   const out: OpenApiOptions = {}
-  const openapi = get('AUTHGATE_OPENAPI_PATH')
-  if (openapi !== undefined && OFF_WORDS.has(openapi.toLowerCase())) out.enabled = false
-  else if (openapi !== undefined) out.openapiPath = parseServePath('AUTHGATE_OPENAPI_PATH', openapi)
+  const openapi = given(env, 'openapiPath')
+  if (openapi === false) out.enabled = false
+  else if (openapi !== undefined) out.openapiPath = openapi
+  const openapi30 = given(env, 'openapi30Path')
+  if (openapi30 !== undefined) out.openapi30Path = openapi30
+  const docs = given(env, 'docsPath')
+  if (docs !== undefined) out.docsPath = docs
 
-  const openapi30 = get('AUTHGATE_OPENAPI30_PATH')
-  if (openapi30 !== undefined)
-    out.openapi30Path = OFF_WORDS.has(openapi30.toLowerCase())
-      ? false
-      : parseServePath('AUTHGATE_OPENAPI30_PATH', openapi30)
-
-  const docs = get('AUTHGATE_DOCS_PATH')
-  if (docs !== undefined)
-    out.docsPath = OFF_WORDS.has(docs.toLowerCase()) ? false : parseServePath('AUTHGATE_DOCS_PATH', docs)
-
-  const title = get('AUTHGATE_API_TITLE')
-  const version = get('AUTHGATE_API_VERSION')
+  const title = given(env, 'title')
+  const version = given(env, 'version')
   if (title !== undefined || version !== undefined) {
     out.info = {}
-    if (title !== undefined) out.info.title = parseText('AUTHGATE_API_TITLE', title, 200)
-    if (version !== undefined) out.info.version = parseText('AUTHGATE_API_VERSION', version, 64)
+    if (title !== undefined) out.info.title = title
+    if (version !== undefined) out.info.version = version
   }
-
-  const user = get('AUTHGATE_DOCS_EXAMPLE_USER')
-  if (user !== undefined) {
-    const colon = user.indexOf(':')
-    const email = user.slice(0, colon).trim()
-    if (colon <= 0 || !email.includes('@') || colon === user.length - 1)
-      throw new AuthgateConfigError(
-        'AUTHGATE_DOCS_EXAMPLE_USER',
-        'expected email:password, e.g. dev@example.com:secret',
-      )
-    out.exampleUser = { email, password: user.slice(colon + 1) }
-  }
+  const user = given(env, 'exampleUser')
+  if (user !== undefined) out.exampleUser = user
 
   // Name the variable that collides, not the internal option.
   try {

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { parseRouteKey } from '../core/route-key.ts'
-import { parseDuration } from '../config.ts'
-import { AuthgateConfigError, envValue, isOff, parseIntIn, type Env } from '../config/env.ts'
+import { AuthgateConfigError, envValue, isOff, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
+import { duration, integer, oneOf, readSetting, text, type SettingValue } from '../config/values.ts'
 import {
   loadAccountLimits,
   loadBudgets,
@@ -124,47 +124,48 @@ export function loadRateLimitConfig(env: Env, table: readonly LimitableRoute[]):
     else byTemplate.set(templateOf(route), [route, policy])
   }
 
-  const onRedisError = setting('AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR')
-  if (onRedisError !== 'open' && onRedisError !== 'closed') {
-    throw new AuthgateConfigError(
-      'AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR',
-      `must be "open" or "closed", got ${JSON.stringify(onRedisError)}`,
-    )
-  }
   return {
     defaultPolicy,
     routes,
-    redis: redisSettings(get, setting),
-    onRedisError,
-    ipv6PrefixLength: parseIntIn('AUTHGATE_RATE_LIMIT_IPV6_PREFIX', setting('AUTHGATE_RATE_LIMIT_IPV6_PREFIX'), 1, 128),
-    memoryMaxKeys: parseIntIn(
-      'AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS',
-      setting('AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS'),
-      1000,
-      100_000_000,
-    ),
+    redis: loadRedisConnection(env),
+    onRedisError: read(env, 'AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR'),
+    ipv6PrefixLength: read(env, 'AUTHGATE_RATE_LIMIT_IPV6_PREFIX'),
+    memoryMaxKeys: read(env, 'AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS'),
     accounts: loadAccountLimits(env, table),
     budgets: loadBudgets(env, table),
   }
 }
 
 /**
+ * The value types of the rate-limit settings read as one value (src/config/values.ts): the
+ * environment's reader parses their text with them, and src/ratelimit/options.ts checks the same
+ * options given in code with them.
+ */
+export const RATE_LIMIT_VALUES = {
+  AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR: oneOf(['open', 'closed']),
+  AUTHGATE_RATE_LIMIT_IPV6_PREFIX: integer(1, 128),
+  AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS: integer(1000, 100_000_000),
+  AUTHGATE_REDIS_URL: text,
+  AUTHGATE_REDIS_SENTINEL_PASSWORD: text,
+  AUTHGATE_REDIS_TLS_CA: text,
+  AUTHGATE_REDIS_KEY_PREFIX: text,
+  AUTHGATE_REDIS_TIMEOUT: duration(),
+} satisfies Record<string, SettingValue<unknown>>
+
+type RateLimitValue<V extends keyof typeof RATE_LIMIT_VALUES> =
+  (typeof RATE_LIMIT_VALUES)[V] extends SettingValue<infer T> ? T : never
+
+/** One of them from the environment: its text or the schema's default, parsed. */
+const read = <V extends keyof typeof RATE_LIMIT_VALUES>(env: Env, variable: V): RateLimitValue<V> =>
+  readSetting(env, variable, RATE_LIMIT_VALUES[variable] as SettingValue<RateLimitValue<V>>)!
+
+/**
  * The Redis connection the environment names (AUTHGATE_REDIS_URL and the settings that go with it),
  * or undefined without a URL: what the rate limiter and the cookie-session store both connect with.
  */
 export function loadRedisConnection(env: Env): RedisSettings | undefined {
-  return redisSettings(
-    (name) => envValue(env, name),
-    (name) => settingValue(env, name)!,
-  )
-}
-
-function redisSettings(
-  get: (name: string) => string | undefined,
-  setting: (name: string) => string,
-): RedisSettings | undefined {
-  const url = get('AUTHGATE_REDIS_URL')
-  const timeoutMs = parseDuration('AUTHGATE_REDIS_TIMEOUT', setting('AUTHGATE_REDIS_TIMEOUT'))
+  const timeoutMs = read(env, 'AUTHGATE_REDIS_TIMEOUT')
+  const url = envValue(env, 'AUTHGATE_REDIS_URL')
   if (url === undefined) return undefined
   let tls: boolean
   try {
@@ -173,13 +174,13 @@ function redisSettings(
   } catch (err) {
     throw new AuthgateConfigError('AUTHGATE_REDIS_URL', (err as Error).message)
   }
-  const sentinelPassword = get('AUTHGATE_REDIS_SENTINEL_PASSWORD')
-  const tlsCa = readTlsCa(get('AUTHGATE_REDIS_TLS_CA'), tls)
+  const sentinelPassword = envValue(env, 'AUTHGATE_REDIS_SENTINEL_PASSWORD')
+  const tlsCa = readTlsCa(envValue(env, 'AUTHGATE_REDIS_TLS_CA'), tls)
   return {
     url,
     ...(tlsCa !== undefined ? { tlsCa } : {}),
     ...(sentinelPassword !== undefined ? { sentinelPassword } : {}),
-    keyPrefix: setting('AUTHGATE_REDIS_KEY_PREFIX'),
+    keyPrefix: read(env, 'AUTHGATE_REDIS_KEY_PREFIX'),
     timeoutMs,
   }
 }

@@ -1,6 +1,6 @@
 import { AuthgateConfigError, type Env } from '../config/env.ts'
 import { refuseUnknownOptions } from '../config/known-options.ts'
-import { loadRateLimitConfig, type LimitableRoute, type RateLimitConfig } from './config.ts'
+import { loadRateLimitConfig, RATE_LIMIT_VALUES, type LimitableRoute, type RateLimitConfig } from './config.ts'
 
 /**
  * Rate limiting as code gives it: any of these, the rest at the documented default (the settings
@@ -76,25 +76,25 @@ const routeRates: Checker = (name, v) => {
     .join(',')
 }
 
+/** Checked by the value type the environment's reader parses the variable with, then written as its text. */
+const valueOf =
+  (variable: keyof typeof RATE_LIMIT_VALUES, unit = ''): Checker =>
+  (name, v) =>
+    `${RATE_LIMIT_VALUES[variable].check(name, v)}${unit}`
+
 /** Each option: its variable (name, default and help in src/config/schema.ts) and its code checker. */
 const OPTIONS: { readonly [K in keyof RateLimitOptions]-?: readonly [variable: string, check: Checker] } = {
   rate: ['AUTHGATE_RATE_LIMIT', text],
   limitedRoutes: ['AUTHGATE_RATE_LIMITED_ROUTES', orOff(routeList)],
   routeRates: ['AUTHGATE_RATE_LIMIT_ROUTES', routeRates],
-  redisUrl: ['AUTHGATE_REDIS_URL', text],
-  redisSentinelPassword: ['AUTHGATE_REDIS_SENTINEL_PASSWORD', text],
-  redisTlsCa: ['AUTHGATE_REDIS_TLS_CA', text],
-  redisKeyPrefix: ['AUTHGATE_REDIS_KEY_PREFIX', text],
-  redisTimeoutMs: [
-    'AUTHGATE_REDIS_TIMEOUT',
-    (name, v) =>
-      typeof v === 'number' && v > 0 && Number.isFinite(v)
-        ? `${v}ms`
-        : fail(name, `must be a positive number of milliseconds, got ${JSON.stringify(v)}`),
-  ],
-  onRedisError: ['AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR', text],
-  ipv6PrefixLength: ['AUTHGATE_RATE_LIMIT_IPV6_PREFIX', count],
-  memoryMaxKeys: ['AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS', count],
+  redisUrl: ['AUTHGATE_REDIS_URL', valueOf('AUTHGATE_REDIS_URL')],
+  redisSentinelPassword: ['AUTHGATE_REDIS_SENTINEL_PASSWORD', valueOf('AUTHGATE_REDIS_SENTINEL_PASSWORD')],
+  redisTlsCa: ['AUTHGATE_REDIS_TLS_CA', valueOf('AUTHGATE_REDIS_TLS_CA')],
+  redisKeyPrefix: ['AUTHGATE_REDIS_KEY_PREFIX', valueOf('AUTHGATE_REDIS_KEY_PREFIX')],
+  redisTimeoutMs: ['AUTHGATE_REDIS_TIMEOUT', valueOf('AUTHGATE_REDIS_TIMEOUT', 'ms')],
+  onRedisError: ['AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR', valueOf('AUTHGATE_RATE_LIMIT_ON_REDIS_ERROR')],
+  ipv6PrefixLength: ['AUTHGATE_RATE_LIMIT_IPV6_PREFIX', valueOf('AUTHGATE_RATE_LIMIT_IPV6_PREFIX')],
+  memoryMaxKeys: ['AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS', valueOf('AUTHGATE_RATE_LIMIT_MEMORY_MAX_KEYS')],
   accountRate: ['AUTHGATE_ACCOUNT_RATE_LIMIT', orOff(text)],
   accountMessageRate: ['AUTHGATE_ACCOUNT_MESSAGE_RATE_LIMIT', orOff(text)],
   accountRouteRates: ['AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES', routeRates],

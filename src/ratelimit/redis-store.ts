@@ -33,17 +33,25 @@ export class RedisStore implements RateLimitStore {
       onConnectionError: options.onConnectionError,
     })
     this.client = this.#connection.client
+    // After a restart or failover the server's script cache is empty, and the first decision would
+    // spend its timeout on NOSCRIPT and a compiling EVAL: the script is loaded as soon as the
+    // connection is ready, ahead of any decision on it, so each decision stays one round trip.
+    this.client.on('ready', () => void this.#loadScript())
+  }
+
+  /** SCRIPT LOAD on the server (each primary of a Cluster); settles when done or failed. */
+  #loadScript(): Promise<unknown> {
+    const targets = 'nodes' in this.client ? this.client.nodes('master') : [this.client]
+    return Promise.allSettled(targets.map((node) => node.script('LOAD', GCRA_SCRIPT)))
   }
 
   /** Resolves true once connected, false after `timeoutMs` (decisions then follow the failure policy). */
   async ready(timeoutMs: number): Promise<boolean> {
     const connected = await this.#connection.connected(timeoutMs)
     if (connected && 'nodes' in this.client) {
-      // A Cluster opens each node's connection on its first command, and each node's script cache
-      // starts empty: both done now, so the first decisions do not spend their timeout on them.
-      const primaries = this.client.nodes('master')
-      const warm = Promise.allSettled(primaries.map((node) => node.script('LOAD', GCRA_SCRIPT)))
-      await Promise.race([warm, new Promise((r) => setTimeout(r, timeoutMs).unref())])
+      // A Cluster opens each node's connection on its first command: waited for now, so the first
+      // decisions do not spend their timeout on it.
+      await Promise.race([this.#loadScript(), new Promise((r) => setTimeout(r, timeoutMs).unref())])
     }
     return connected
   }

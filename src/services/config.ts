@@ -1,8 +1,7 @@
 import { normaliseBackendUrl } from '../core/backend.ts'
 import { refuseUnknownOptions } from '../config/known-options.ts'
-import { parseDuration } from '../config.ts'
-import { AuthgateConfigError, envValue, type Env } from '../config/env.ts'
-import { settingValue } from '../config/schema.ts'
+import { AuthgateConfigError, envValue, isOff, type Env } from '../config/env.ts'
+import { duration, integer, list, readSetting, text, type SettingValue } from '../config/values.ts'
 import type { RateLimitPolicy } from '../ratelimit/index.ts'
 import { parseUserLimits } from './user-limits.ts'
 import { SERVICE_TABLE, type ServiceName, type ServiceRow, type ServiceUrlSetting } from './table.ts'
@@ -138,7 +137,10 @@ const HOST = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:
 
 /** The services to mount, checked; a bad value is an `AuthgateConfigError` naming the option. */
 export function resolveServicesConfig(options: ServicesOptions, names = OPTION_NAMES): ServicesConfig {
-  if (names === OPTION_NAMES) refuseUnknownOptions(options, SERVICES_OPTION_KEYS, 'services.')
+  if (names === OPTION_NAMES) {
+    refuseUnknownOptions(options, SERVICES_OPTION_KEYS, 'services.')
+    checkValues(options)
+  }
   const hosted =
     options.supabaseUrl === undefined ? undefined : normaliseBackendUrl(names.supabaseUrl, options.supabaseUrl)
   if (hosted !== undefined && hosted.pathname !== '/')
@@ -217,21 +219,66 @@ function resolveKeys(given: ServiceKeys | undefined, names: typeof OPTION_NAMES)
   return keys
 }
 
-function list(env: Env, name: string): string[] | undefined {
-  const raw = envValue(env, name)
-  if (raw === undefined) return undefined
-  return raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
+/**
+ * How often PostgREST's description is fetched again: a duration, or off (`false` in code). The
+ * variable asks for at least a second; code may ask for less (tests refresh in milliseconds).
+ */
+const refreshOrOff: SettingValue<number | false> = {
+  parse: (variable, raw) => {
+    if (isOff(raw)) return false
+    const ms = duration().parse(variable, raw)
+    if (ms < 1000) throw new AuthgateConfigError(variable, 'at least 1s, or off')
+    return ms
+  },
+  check: (name, v) => (v === false ? false : duration().check(name, v)),
 }
 
-function restDocumentRefresh(env: Env): number | false {
-  const raw = settingValue(env, 'AUTHGATE_REST_DOCUMENT_REFRESH')!
-  if (raw.toLowerCase() === 'off') return false
-  const ms = parseDuration('AUTHGATE_REST_DOCUMENT_REFRESH', raw)
-  if (ms < 1000) throw new AuthgateConfigError('AUTHGATE_REST_DOCUMENT_REFRESH', 'at least 1s, or off')
-  return ms
+const keyList = list((_, raw) =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+)
+
+/**
+ * The value types of the options whose values are plain (src/config/values.ts): the environment's
+ * reader parses its variables with them, and the resolver checks what code gives with them.
+ */
+const VALUES = {
+  realtimeTenant: text,
+  anon: text,
+  service: text,
+  publishable: keyList,
+  secret: keyList,
+  defaultKey: text,
+  connectTimeoutMs: duration(),
+  connections: integer(1, 65535),
+  timeoutMs: duration(),
+  restDocumentRefreshMs: refreshOrOff,
+  userRateLimitRoutes: text,
+}
+
+/** Checks the plain values code gives, each by its value type; the resolver checks the rest. */
+function checkValues(options: ServicesOptions): void {
+  const check = (key: Exclude<keyof typeof VALUES, 'timeoutMs'>, name: string, v: unknown) => {
+    if (v !== undefined) VALUES[key].check(name, v)
+  }
+  check('realtimeTenant', 'services.realtimeTenant', options.realtimeTenant)
+  check('defaultKey', 'services.defaultKey', options.defaultKey)
+  check('connectTimeoutMs', 'services.connectTimeoutMs', options.connectTimeoutMs)
+  check('connections', 'services.connections', options.connections)
+  check('restDocumentRefreshMs', 'services.restDocumentRefreshMs', options.restDocumentRefreshMs)
+  check('userRateLimitRoutes', 'services.userRateLimitRoutes', options.userRateLimitRoutes)
+  for (const [name, ms] of Object.entries(options.timeoutsMs ?? {}))
+    if (ms !== undefined) VALUES.timeoutMs.check(`services.timeoutsMs.${name}`, ms)
+  const keys = options.keys ?? {}
+  for (const key of ['anon', 'service', 'publishable', 'secret'] as const) check(key, `services.keys.${key}`, keys[key])
+}
+
+/** A variable the environment gives, parsed by its option's value type; undefined when not given. */
+function given<K extends keyof typeof VALUES>(env: Env, key: K, variable: string) {
+  const raw = envValue(env, variable)
+  return raw === undefined ? undefined : (VALUES[key].parse(variable, raw) as ReturnType<(typeof VALUES)[K]['parse']>)
 }
 
 /** The services from the environment; undefined when none is configured (authgate serves Auth only). */
@@ -242,22 +289,22 @@ export function loadServicesConfig(env: Env): ServicesConfig | undefined {
     if (v !== undefined) urls[name] = v
   }
   const supabaseUrl = envValue(env, 'AUTHGATE_SUPABASE_URL')
-  const publishable = list(env, 'AUTHGATE_PUBLISHABLE_KEYS')
-  const secret = list(env, 'AUTHGATE_SECRET_KEYS')
+  const publishable = given(env, 'publishable', ENV_NAMES.publishable)
+  const secret = given(env, 'secret', ENV_NAMES.secret)
   const config = resolveServicesConfig(
     {
       supabaseUrl,
       urls,
-      realtimeTenant: envValue(env, 'AUTHGATE_REALTIME_TENANT'),
+      realtimeTenant: given(env, 'realtimeTenant', ENV_NAMES.realtimeTenant),
       keys: {
-        anon: envValue(env, 'AUTHGATE_ANON_KEY'),
-        service: envValue(env, 'AUTHGATE_SERVICE_ROLE_KEY'),
+        anon: given(env, 'anon', ENV_NAMES.anon),
+        service: given(env, 'service', ENV_NAMES.service),
         ...(publishable ? { publishable } : {}),
         ...(secret ? { secret } : {}),
       },
-      defaultKey: envValue(env, 'AUTHGATE_BACKEND_APIKEY'),
-      restDocumentRefreshMs: restDocumentRefresh(env),
-      userRateLimitRoutes: envValue(env, 'AUTHGATE_USER_RATE_LIMIT_ROUTES'),
+      defaultKey: given(env, 'defaultKey', 'AUTHGATE_BACKEND_APIKEY'),
+      restDocumentRefreshMs: readSetting(env, 'AUTHGATE_REST_DOCUMENT_REFRESH', refreshOrOff)!,
+      userRateLimitRoutes: given(env, 'userRateLimitRoutes', ENV_NAMES.userLimits),
     },
     ENV_NAMES,
   )

@@ -1,8 +1,8 @@
-import { parseDuration, parseOrigins } from '../config.ts'
-import { AuthgateConfigError, envValue, isOff, parseBoolean, type Env } from '../config/env.ts'
+import { parseOrigins } from '../config.ts'
+import { AuthgateConfigError, envValue, isOff, type Env } from '../config/env.ts'
 import { settingValue } from '../config/schema.ts'
 import { refuseUnknownOptions } from '../config/known-options.ts'
-import { boolean, duration, list, text } from '../config/values.ts'
+import { boolean, duration, list, oneOf, readSetting, text, type SettingValue } from '../config/values.ts'
 import { loadRedisConnection, type RedisSettings } from '../ratelimit/config.ts'
 import { parseSessionKeys, type SessionKey } from './crypto.ts'
 
@@ -73,21 +73,18 @@ export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAM
     if (ids.has(key.id)) throw new AuthgateConfigError(names.keys, `key id ${key.id} is given twice`)
     ids.add(key.id)
   }
-  const cookieName = options.cookieName ?? settingValue({}, 'AUTHGATE_SESSION_COOKIE_NAME')!
+  const cookieName = options.cookieName ?? byDefault('cookieName')
   if (!COOKIE_NAME.test(cookieName))
     throw new AuthgateConfigError(names.cookieName, `not a cookie name: ${JSON.stringify(cookieName)}`)
   const secure = options.secure ?? true
   // Browsers refuse a `__Host-` or `__Secure-` cookie without Secure: it would silently never be set.
   if (!secure && /^__(host|secure)-/i.test(cookieName))
     throw new AuthgateConfigError(names.secure, `a ${cookieName.split('-')[0]}- cookie must be Secure`)
-  const lifetimeMs =
-    options.lifetimeMs ?? parseDuration(names.lifetimeMs, settingValue({}, 'AUTHGATE_SESSION_LIFETIME')!)
-  const idleTimeoutMs =
-    options.idleTimeoutMs ?? parseDuration(names.idleTimeoutMs, settingValue({}, 'AUTHGATE_SESSION_IDLE_TIMEOUT')!)
+  const lifetimeMs = options.lifetimeMs ?? byDefault('lifetimeMs')
+  const idleTimeoutMs = options.idleTimeoutMs ?? byDefault('idleTimeoutMs')
   if (lifetimeMs < 60_000) throw new AuthgateConfigError(names.lifetimeMs, 'must be at least a minute')
   if (idleTimeoutMs < 60_000) throw new AuthgateConfigError(names.idleTimeoutMs, 'must be at least a minute')
-  const revalidateMs =
-    options.revalidateMs ?? parseDuration(names.revalidateMs, settingValue({}, 'AUTHGATE_SESSION_REVALIDATE')!)
+  const revalidateMs = options.revalidateMs ?? byDefault('revalidateMs')
   if (revalidateMs < 1000) throw new AuthgateConfigError(names.revalidateMs, 'must be at least a second')
   const oauthConsentMs = options.oauthConsentMs
   if (oauthConsentMs !== undefined && !(oauthConsentMs > 0))
@@ -109,57 +106,68 @@ export function resolveSessionConfig(options: SessionOptions, names = OPTION_NAM
   }
 }
 
-// Each option given in code and the value type its variable is read with (src/config/values.ts).
-const CODE_CHECKS: { readonly [K in keyof SessionOptions]-?: ((name: string, v: unknown) => unknown) | null } = {
-  mode: (name, v) =>
-    v === 'on' || v === 'request' ? v : fail(name, `must be "on" or "request", got ${JSON.stringify(v)}`),
-  keys: (name, v) =>
-    Array.isArray(v) ? v : fail(name, `must be an array of keys ("id:base64"), got ${JSON.stringify(v)}`),
-  cookieName: text.check,
-  secure: boolean.check,
-  lifetimeMs: duration().check,
-  idleTimeoutMs: duration().check,
-  allowedOrigins: list(parseOrigins).check,
-  revalidateMs: duration().check,
-  oauthConsentMs: duration().check,
-  // The store's shape is the type's to check (tests and custom stores build it).
-  store: null,
+type SessionSettingKey = Exclude<keyof SessionOptions, 'store'>
+
+/**
+ * One descriptor per option: its variable (default and help in src/config/schema.ts) and its value
+ * type, which parses the variable's text and checks the value code gives (src/config/values.ts).
+ * The option names, the variable names, the code checks and the environment's reading derive from it.
+ */
+const SESSION_SETTINGS: {
+  readonly [K in SessionSettingKey]-?: { variable: string; value: SettingValue<NonNullable<SessionOptions[K]>> }
+} = {
+  mode: { variable: 'AUTHGATE_SESSIONS', value: oneOf(['on', 'request']) },
+  keys: {
+    variable: 'AUTHGATE_SESSION_KEYS',
+    value: {
+      parse: parseSessionKeys,
+      check: (name, v) =>
+        Array.isArray(v)
+          ? (v as SessionOptions['keys'])
+          : fail(name, `must be an array of keys ("id:base64"), got ${JSON.stringify(v)}`),
+    },
+  },
+  cookieName: { variable: 'AUTHGATE_SESSION_COOKIE_NAME', value: text },
+  secure: { variable: 'AUTHGATE_SESSION_COOKIE_SECURE', value: boolean },
+  lifetimeMs: { variable: 'AUTHGATE_SESSION_LIFETIME', value: duration() },
+  idleTimeoutMs: { variable: 'AUTHGATE_SESSION_IDLE_TIMEOUT', value: duration() },
+  allowedOrigins: { variable: 'AUTHGATE_SESSION_ORIGINS', value: list(parseOrigins) },
+  revalidateMs: { variable: 'AUTHGATE_SESSION_REVALIDATE', value: duration() },
+  oauthConsentMs: { variable: 'AUTHGATE_SESSION_OAUTH_CONSENT', value: duration() },
 }
 
 const fail = (name: string, message: string): never => {
   throw new AuthgateConfigError(name, message)
 }
 
+/** One option from the environment: its variable's text or the schema's default, parsed. */
+function read<K extends SessionSettingKey>(env: Env, key: K): NonNullable<SessionOptions[K]> | undefined {
+  const { variable, value } = SESSION_SETTINGS[key] as {
+    variable: string
+    value: SettingValue<NonNullable<SessionOptions[K]>>
+  }
+  return readSetting(env, variable, value)
+}
+
+/** The documented default of an option that has one. */
+const byDefault = <K extends SessionSettingKey>(key: K): NonNullable<SessionOptions[K]> => read({}, key)!
+
 /** Refuses an unknown option (with its did-you-mean) and a value of the wrong type, naming it. */
 function checkSessionOptions(options: SessionOptions): void {
-  refuseUnknownOptions(options, Object.keys(CODE_CHECKS), 'sessions.')
+  refuseUnknownOptions(options, [...Object.keys(SESSION_SETTINGS), 'store'], 'sessions.')
   for (const [key, value] of Object.entries(options)) {
-    const check = CODE_CHECKS[key as keyof SessionOptions]
-    if (value !== undefined && check !== null) check(`sessions.${key}`, value)
+    // The store's shape is the type's to check (tests and custom stores build it).
+    if (value === undefined || key === 'store') continue
+    SESSION_SETTINGS[key as SessionSettingKey].value.check(`sessions.${key}`, value)
   }
 }
 
-const OPTION_NAMES = {
-  keys: 'sessions.keys',
-  cookieName: 'sessions.cookieName',
-  secure: 'sessions.secure',
-  lifetimeMs: 'sessions.lifetimeMs',
-  idleTimeoutMs: 'sessions.idleTimeoutMs',
-  allowedOrigins: 'sessions.allowedOrigins',
-  revalidateMs: 'sessions.revalidateMs',
-  oauthConsentMs: 'sessions.oauthConsentMs',
-}
-
-const ENV_OPTION_NAMES = {
-  keys: 'AUTHGATE_SESSION_KEYS',
-  cookieName: 'AUTHGATE_SESSION_COOKIE_NAME',
-  secure: 'AUTHGATE_SESSION_COOKIE_SECURE',
-  lifetimeMs: 'AUTHGATE_SESSION_LIFETIME',
-  idleTimeoutMs: 'AUTHGATE_SESSION_IDLE_TIMEOUT',
-  allowedOrigins: 'AUTHGATE_SESSION_ORIGINS',
-  revalidateMs: 'AUTHGATE_SESSION_REVALIDATE',
-  oauthConsentMs: 'AUTHGATE_SESSION_OAUTH_CONSENT',
-}
+const namesBy = (name: (key: string, variable: string) => string) =>
+  Object.fromEntries(Object.entries(SESSION_SETTINGS).map(([k, d]) => [k, name(k, d.variable)])) as {
+    readonly [K in SessionSettingKey]: string
+  }
+const OPTION_NAMES = namesBy((key) => `sessions.${key}`)
+const ENV_OPTION_NAMES = namesBy((_, variable) => variable)
 
 /**
  * The cookie-session settings from the environment (undefined when AUTHGATE_SESSIONS is `off`).
@@ -171,18 +179,17 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
   if (isOff(mode)) return undefined
   if (mode !== 'on' && mode !== 'request')
     throw new AuthgateConfigError('AUTHGATE_SESSIONS', `must be "off", "on" or "request", got ${JSON.stringify(mode)}`)
-  const rawKeys = envValue(env, 'AUTHGATE_SESSION_KEYS')
-  if (rawKeys === undefined)
+  const keys = read(env, 'keys')
+  if (keys === undefined)
     throw new AuthgateConfigError(
       'AUTHGATE_SESSION_KEYS',
       'cookie sessions need an encryption key: `<id>:<32 bytes in base64>` (e.g. `k1:` + `openssl rand -base64 32`)',
     )
-  const secure = parseBoolean('AUTHGATE_SESSION_COOKIE_SECURE', setting('AUTHGATE_SESSION_COOKIE_SECURE'))
-  const originsRaw = envValue(env, 'AUTHGATE_SESSION_ORIGINS')
-  const allowedOrigins = originsRaw
-    ? parseOrigins('AUTHGATE_SESSION_ORIGINS', originsRaw)
-    : corsOrigins.filter((o) => o !== '*')
-  const consentRaw = setting('AUTHGATE_SESSION_OAUTH_CONSENT').trim()
+  const allowedOrigins =
+    envValue(env, 'AUTHGATE_SESSION_ORIGINS') !== undefined
+      ? read(env, 'allowedOrigins')!
+      : corsOrigins.filter((o) => o !== '*')
+  const consentRaw = setting('AUTHGATE_SESSION_OAUTH_CONSENT')
   const storeKind = setting('AUTHGATE_SESSION_STORE').toLowerCase()
   let store: SessionConfig['store']
   if (storeKind === 'memory') store = { kind: 'memory', maxEntries: 100_000 }
@@ -194,7 +201,7 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
       kind: 'redis',
       ...redis,
       keyPrefix: setting('AUTHGATE_SESSION_KEY_PREFIX'),
-      timeoutMs: parseDuration('AUTHGATE_SESSION_REDIS_TIMEOUT', setting('AUTHGATE_SESSION_REDIS_TIMEOUT')),
+      timeoutMs: readSetting(env, 'AUTHGATE_SESSION_REDIS_TIMEOUT', duration())!,
     }
   } else
     throw new AuthgateConfigError(
@@ -204,14 +211,14 @@ export function loadSessionConfig(env: Env, corsOrigins: readonly string[] = [])
   return resolveSessionConfig(
     {
       mode,
-      keys: parseSessionKeys('AUTHGATE_SESSION_KEYS', rawKeys),
-      cookieName: setting('AUTHGATE_SESSION_COOKIE_NAME'),
-      secure,
-      lifetimeMs: parseDuration('AUTHGATE_SESSION_LIFETIME', setting('AUTHGATE_SESSION_LIFETIME')),
-      idleTimeoutMs: parseDuration('AUTHGATE_SESSION_IDLE_TIMEOUT', setting('AUTHGATE_SESSION_IDLE_TIMEOUT')),
+      keys,
+      cookieName: read(env, 'cookieName')!,
+      secure: read(env, 'secure')!,
+      lifetimeMs: read(env, 'lifetimeMs')!,
+      idleTimeoutMs: read(env, 'idleTimeoutMs')!,
       allowedOrigins,
-      revalidateMs: parseDuration('AUTHGATE_SESSION_REVALIDATE', setting('AUTHGATE_SESSION_REVALIDATE')),
-      ...(isOff(consentRaw) ? {} : { oauthConsentMs: parseDuration('AUTHGATE_SESSION_OAUTH_CONSENT', consentRaw) }),
+      revalidateMs: read(env, 'revalidateMs')!,
+      ...(isOff(consentRaw) ? {} : { oauthConsentMs: read(env, 'oauthConsentMs')! }),
       store,
     },
     ENV_OPTION_NAMES,

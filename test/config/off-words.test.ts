@@ -5,6 +5,8 @@ import { FALSE_WORDS, OFF_WORDS, TRUE_WORDS } from '../../src/config/env.ts'
 import { loadOpenApiConfig } from '../../src/docs-server/config.ts'
 import { loadSessionConfig } from '../../src/sessions/config.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
+import { parseConsentPagePath } from '../../src/auth/consent-page/index.ts'
+import { loadClientMetadataConfig } from '../../src/auth/client-metadata/config.ts'
 
 // One vocabulary for "off" and for yes-or-no, in every setting that can be off (docs/decisions.md, D85).
 const SPELLINGS = [...OFF_WORDS].flatMap((w) => [w, w.toUpperCase()])
@@ -50,8 +52,21 @@ describe('every word for off turns off every setting that can be off', () => {
       assert.equal(core.socketTimeoutMs, 0)
 
       assert.equal(loadSessionConfig({ AUTHGATE_SESSIONS: off }), undefined)
+      const sessions = loadSessionConfig(
+        {
+          AUTHGATE_SESSIONS: 'on',
+          AUTHGATE_SESSION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
+          AUTHGATE_SESSION_ORIGINS: off,
+          AUTHGATE_SESSION_OAUTH_CONSENT: off,
+        },
+        ['https://app.example.com'],
+      )!
+      assert.deepEqual(sessions.allowedOrigins, [], "no origins besides the request's own, not the CORS list")
+      assert.equal(sessions.oauthConsentMs, undefined)
       assert.equal(loadOpenApiConfig({ AUTHGATE_OPENAPI_PATH: off }).enabled, false)
       assert.equal(loadOpenApiConfig({ AUTHGATE_DOCS_PATH: off }).docsPath, false)
+      assert.equal(parseConsentPagePath('AUTHGATE_OAUTH_CONSENT_PAGE', off), undefined)
+      assert.equal(loadClientMetadataConfig({ AUTHGATE_OAUTH_CLIENT_METADATA: off }), undefined)
     })
   }
 })

@@ -66,6 +66,18 @@ test('bad values throw AuthgateConfigError naming the variable', () => {
 test('library options are checked the same way', () => {
   assert.throws(() => resolveOpenApiConfig({ docsPath: 'docs' }), AuthgateConfigError)
   assert.throws(() => resolveOpenApiConfig({ openapiPath: '/x', openapi30Path: '/x' }), AuthgateConfigError)
+  // The example account as the variable's reader would refuse it, named as the option.
+  for (const exampleUser of [{ email: 'dev', password: 'secret' }, { email: 'dev@example.com' }, 'dev@example.com:x'])
+    assert.throws(
+      () => resolveOpenApiConfig({ exampleUser } as never),
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === 'exampleUser',
+      JSON.stringify(exampleUser),
+    )
+  assert.throws(
+    () => resolveOpenApiConfig({ docsPath: 7 } as never),
+    (err: unknown) =>
+      err instanceof AuthgateConfigError && err.option === 'docsPath' && /path or false/.test(err.message),
+  )
   assert.deepEqual(resolveOpenApiConfig({ docsPath: false, openapi30Path: false }), {
     enabled: true,
     openapiPath: '/openapi.json',

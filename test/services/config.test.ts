@@ -148,3 +148,30 @@ test('dot segments, decoded as the upstream would decode them', () => {
   assert.equal(hasDotSegment('/a..b/.well-known/%zz'), false)
   assert.equal(hasDotSegment(''), false)
 })
+
+test('options from code are checked by the value types their variables are read with, named as given', () => {
+  const rest = { urls: { rest: 'http://127.0.0.1:3000' } }
+  const refused: Array<[object, string]> = [
+    [{ connections: 0 }, 'services.connections'],
+    [{ connectTimeoutMs: -5 }, 'services.connectTimeoutMs'],
+    [{ timeoutsMs: { rest: '30s' } }, 'services.timeoutsMs.rest'],
+    [{ restDocumentRefreshMs: 'off' }, 'services.restDocumentRefreshMs'],
+    [{ defaultKey: '' }, 'services.defaultKey'],
+    [{ keys: { publishable: 'sb_publishable_x' } }, 'services.keys.publishable'],
+  ]
+  for (const [options, name] of refused)
+    assert.throws(
+      () => resolveServicesConfig({ ...rest, ...options } as never),
+      (err: unknown) => err instanceof Error && 'option' in err && err.option === name,
+      JSON.stringify(options),
+    )
+  assert.equal(resolveServicesConfig({ ...rest, restDocumentRefreshMs: false }).restDocumentRefreshMs, false)
+  // Every word for off turns the refresh off (docs/decisions.md, D85), not only `off`.
+  for (const off of ['off', 'none', 'NO', 'disabled'])
+    assert.equal(
+      loadServicesConfig({ AUTHGATE_REST_URL: 'http://127.0.0.1:3000', AUTHGATE_REST_DOCUMENT_REFRESH: off })!
+        .restDocumentRefreshMs,
+      false,
+      off,
+    )
+})

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { parseOrigins } from '../../config.ts'
-import { AuthgateConfigError, envValue, OFF_WORDS, type Env } from '../../config/env.ts'
+import { AuthgateConfigError, envValue, isOff, type Env } from '../../config/env.ts'
+import { refuseUnknownOptions } from '../../config/known-options.ts'
 import { settingValue } from '../../config/schema.ts'
+import { duration, list, size, text, type SettingValue } from '../../config/values.ts'
 import { loadRedisConnection } from '../../ratelimit/config.ts'
 import type { RedisSettings } from '../../core/redis.ts'
 
@@ -30,14 +32,44 @@ export interface ClientMetadataOptions {
 
 export type ClientMetadataConfig = Required<Omit<ClientMetadataOptions, 'ca'>> & { ca: string | undefined }
 
+const originList = list(parseOrigins)
+
+/** Origins documents are fetched from (https only), or `any`. */
+const documentOrigins: SettingValue<'any' | readonly string[]> = {
+  parse: (variable, raw) =>
+    raw.trim().toLowerCase() === 'any' ? 'any' : httpsOnly(variable, parseOrigins(variable, raw)),
+  check: (name, v) => (v === 'any' ? 'any' : httpsOnly(name, originList.check(name, v))),
+}
+
+function httpsOnly(name: string, origins: readonly string[]): readonly string[] {
+  for (const o of origins)
+    if (!o.startsWith('https://'))
+      throw new AuthgateConfigError(name, `documents are fetched over https only, got ${o}`)
+  return origins
+}
+
+/**
+ * One value type per option (src/config/values.ts): the environment's reader parses the variables
+ * with them (origins, private origins), and the resolver checks what code gives with them.
+ */
+const VALUES: { readonly [K in Exclude<keyof ClientMetadataOptions, 'store'>]-?: SettingValue<unknown> } = {
+  origins: documentOrigins,
+  privateOrigins: originList,
+  ca: text,
+  maxBytes: size,
+  timeoutMs: duration(),
+  defaultFreshMs: duration(),
+  maxFreshMs: duration(),
+}
+
 export function resolveClientMetadataConfig(options: ClientMetadataOptions): ClientMetadataConfig {
-  const origins = options.origins
-  if (origins !== 'any')
-    for (const o of origins)
-      if (!o.startsWith('https://'))
-        throw new AuthgateConfigError('clientMetadata.origins', `documents are fetched over https only, got ${o}`)
+  refuseUnknownOptions(options, [...Object.keys(VALUES), 'store'], 'clientMetadata.')
+  // The store's shape is the type's to check (tests build it).
+  for (const [key, value] of Object.entries(options))
+    if (key !== 'store' && (value !== undefined || key === 'origins'))
+      VALUES[key as keyof typeof VALUES].check(`clientMetadata.${key}`, value)
   return {
-    origins,
+    origins: options.origins,
     privateOrigins: options.privateOrigins ?? [],
     ca: options.ca,
     maxBytes: options.maxBytes ?? 5 * 1024,
@@ -50,11 +82,9 @@ export function resolveClientMetadataConfig(options: ClientMetadataOptions): Cli
 
 /** The service's settings: AUTHGATE_OAUTH_CLIENT_METADATA and the two that go with it. */
 export function loadClientMetadataConfig(env: Env): ClientMetadataConfig | undefined {
-  const raw = settingValue(env, 'AUTHGATE_OAUTH_CLIENT_METADATA')!.trim()
-  if (OFF_WORDS.has(raw.toLowerCase())) return undefined
-  const origins = raw.toLowerCase() === 'any' ? 'any' : parseOrigins('AUTHGATE_OAUTH_CLIENT_METADATA', raw)
-  if (origins !== 'any' && origins.some((o) => !o.startsWith('https://')))
-    throw new AuthgateConfigError('AUTHGATE_OAUTH_CLIENT_METADATA', 'documents are fetched over https only')
+  const raw = settingValue(env, 'AUTHGATE_OAUTH_CLIENT_METADATA')!
+  if (isOff(raw)) return undefined
+  const origins = documentOrigins.parse('AUTHGATE_OAUTH_CLIENT_METADATA', raw)
   const privateRaw = envValue(env, 'AUTHGATE_OAUTH_CLIENT_METADATA_PRIVATE_ORIGINS')
   const caPath = envValue(env, 'AUTHGATE_OAUTH_CLIENT_METADATA_CA')
   let ca: string | undefined
@@ -72,7 +102,7 @@ export function loadClientMetadataConfig(env: Env): ClientMetadataConfig | undef
   return resolveClientMetadataConfig({
     origins,
     ...(privateRaw
-      ? { privateOrigins: parseOrigins('AUTHGATE_OAUTH_CLIENT_METADATA_PRIVATE_ORIGINS', privateRaw) }
+      ? { privateOrigins: originList.parse('AUTHGATE_OAUTH_CLIENT_METADATA_PRIVATE_ORIGINS', privateRaw) }
       : {}),
     ...(ca !== undefined ? { ca } : {}),
     store: redis ? { kind: 'redis', ...redis } : { kind: 'memory' },

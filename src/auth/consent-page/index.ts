@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AuthgateConfigError } from '../../config/env.ts'
+import { AuthgateConfigError, isOff } from '../../config/env.ts'
 import type { SupabaseAuthClient } from '../../core/backend.ts'
 import { isRecord } from '../../core/is-record.ts'
 import { clientIp } from '../../proxy/client-ip.ts'
@@ -294,7 +294,7 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
 /** AUTHGATE_OAUTH_CONSENT_PAGE: off, or the path the page is served at. */
 export function parseConsentPagePath(variable: string, raw: string): string | undefined {
   const value = raw.trim()
-  if (['off', 'false', 'none', 'disabled', ''].includes(value.toLowerCase())) return undefined
+  if (value === '' || isOff(value)) return undefined
   if (!/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/.test(value) || value.includes('//') || /\/\.\.?(\/|$)/.test(value))
     throw new AuthgateConfigError(
       variable,

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { loadClientMetadataConfig } from '../../../src/auth/client-metadata/config.ts'
+import { loadClientMetadataConfig, resolveClientMetadataConfig } from '../../../src/auth/client-metadata/config.ts'
 import { parseConsentPagePath } from '../../../src/auth/consent-page/index.ts'
 import { AuthgateConfigError } from '../../../src/config/env.ts'
 import { loadServiceSettings } from '../../../src/settings.ts'
@@ -70,4 +70,31 @@ test('AUTHGATE_OAUTH_CONSENT_PAGE: off or a path', () => {
   assert.equal(parseConsentPagePath('X', '/oauth/consent'), '/oauth/consent')
   for (const bad of ['oauth/consent', '//evil.example/x', '/a/../b', 'https://x/y'])
     assert.throws(() => parseConsentPagePath('X', bad), AuthgateConfigError, bad)
+})
+
+test('options from code: checked by the value types the variables are read with, unknown ones refused', () => {
+  const refused: Array<[object, string, RegExp]> = [
+    [{ origins: ['http://a.example'] }, 'clientMetadata.origins', /https only/],
+    [{ origins: 'https://a.example' }, 'clientMetadata.origins', /array of strings/],
+    [{ origins: 'any', maxBytes: 0 }, 'clientMetadata.maxBytes', /between 1/],
+    [{ origins: 'any', timeoutMs: '5s' }, 'clientMetadata.timeoutMs', /milliseconds/],
+    [
+      { origins: 'any', privateOrigin: [] },
+      'clientMetadata.privateOrigin',
+      /did you mean clientMetadata\.privateOrigins/,
+    ],
+  ]
+  for (const [options, name, message] of refused)
+    assert.throws(
+      () => resolveClientMetadataConfig(options as never),
+      (err: unknown) => err instanceof AuthgateConfigError && err.option === name && message.test(err.message),
+      JSON.stringify(options),
+    )
+  assert.deepEqual(
+    loadClientMetadataConfig({
+      AUTHGATE_OAUTH_CLIENT_METADATA: 'any',
+      AUTHGATE_OAUTH_CLIENT_METADATA_PRIVATE_ORIGINS: 'none',
+    })!.privateOrigins,
+    [],
+  )
 })
