@@ -1,6 +1,12 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { BlockList, isIP } from 'node:net'
-import { Agent, request } from 'undici'
+import { createRequire } from 'node:module'
+import type { Agent as UndiciAgent, Dispatcher } from 'undici'
+import { requestThrough } from '../../core/backend.ts'
+
+// undici's agent by its module, not its index, as the backend client takes its pool: the index
+// loads fetch, WebSocket and the mocks, resident memory a gateway never uses.
+const Agent = createRequire(import.meta.url)('undici/lib/dispatcher/agent.js') as typeof UndiciAgent
 
 /**
  * Fetching a client ID metadata document without letting a client point authgate at what only
@@ -93,7 +99,7 @@ export function freshnessOf(headers: Record<string, string | string[] | undefine
 
 export class DocumentFetcher {
   readonly #options: DocumentFetchOptions
-  readonly #agent: Agent
+  readonly #agent: UndiciAgent
 
   constructor(options: DocumentFetchOptions) {
     this.#options = options
@@ -130,10 +136,11 @@ export class DocumentFetcher {
     // An address in the URL is not looked up: it is judged here.
     if (isIP(hostname) !== 0 && isPrivateAddress(hostname) && !this.#options.privateOrigins.includes(target.origin))
       throw new DocumentFetchError(`${hostname} is a private address`)
-    let answer: Awaited<ReturnType<typeof request>>
+    let answer: Dispatcher.ResponseData
     try {
-      answer = await request(url, {
-        dispatcher: this.#agent,
+      answer = await requestThrough.call(this.#agent, {
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
         method: 'GET',
         headers: { accept: 'application/json' },
         // undici follows no redirect unless told: a 3xx is refused below, as the draft asks.
