@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { localhostCertificate } from '../test/support/localhost-certificate.ts'
 import type { GoTrueClient } from '@supabase/auth-js'
 import { decodeJws } from './support/jws.ts'
 import { startMcpStack, type McpStack } from './support/mcp-stack.ts'
@@ -220,39 +217,6 @@ const sdkParts: McpSdkParts | undefined = await Promise.all(
 
 const CIMD_EMAIL = 'mcp-cimd-user@example.com'
 const CIMD_REDIRECT = 'http://localhost:3000/mcp-cimd/callback'
-
-/** A self-signed certificate for `localhost`, made for this run (the document server's and its only CA). */
-function localhostCertificate(): { key: string; cert: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'authgate-cimd-'))
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost',
-      ],
-      { stdio: 'ignore' },
-    )
-    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') }
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
-}
 
 /** The test's own https server of client ID metadata documents: path → document and Cache-Control. */
 async function startDocumentServer(cert: { key: string; cert: string }) {

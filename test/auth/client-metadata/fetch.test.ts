@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { localhostCertificate } from '../../support/localhost-certificate.ts'
 import {
   DocumentFetchError,
   DocumentFetcher,
@@ -51,37 +48,13 @@ describe('fetching a document', () => {
   let close: () => Promise<void>
   const answers = new Map<string, (res: import('node:http').ServerResponse) => void>()
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'authgate-fetch-'))
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        join(dir, 'k.pem'),
-        '-out',
-        join(dir, 'c.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost',
-      ],
-      { stdio: 'ignore' },
-    )
-    cert = readFileSync(join(dir, 'c.pem'), 'utf8')
-    const server = createServer({ key: readFileSync(join(dir, 'k.pem')), cert }, (req, res) => {
+    const made = localhostCertificate()
+    cert = made.cert
+    const server = createServer({ key: made.key, cert }, (req, res) => {
       const answer = answers.get(req.url ?? '')
       if (answer) answer(res)
       else res.writeHead(404).end()
     })
-    rmSync(dir, { recursive: true, force: true })
     await new Promise<void>((resolve) => server.listen(0, resolve))
     origin = `https://localhost:${(server.address() as AddressInfo).port}`
     close = () =>
