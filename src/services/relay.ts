@@ -78,8 +78,8 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     this.#o.onStatus(statusCode)
-    const relayed = inboundResponseHeaders(controller.rawHeaders as Buffer[])
-    const flat = mergeOwnHeaders(relayed, this.#o.reply.getHeaders(), this.#o.ownCors)
+    const upstreamHeaders = inboundResponseHeaders(controller.rawHeaders as Buffer[])
+    const flat = mergeOwnHeaders(upstreamHeaders, this.#o.reply.getHeaders(), this.#o.ownCors)
     this.#o.reply.hijack()
     this.started = true
     try {
