@@ -21,7 +21,8 @@ import { parseArgs } from 'node:util'
 import { buildApp } from '../src/app.ts'
 import { parseBackendUrl } from '../src/config.ts'
 import { defineRoute } from '../src/routes-dsl/index.ts'
-import { reservePort, startSupabaseAuth } from '../e2e/support/supabase-auth.ts'
+import { startSupabaseAuth } from '../e2e/support/supabase-auth.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 
 const { values } = parseArgs({
   options: {

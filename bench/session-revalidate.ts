@@ -11,7 +11,8 @@
  *   AUTHGATE_SUPABASE_AUTH_BIN=... node bench/session-revalidate.ts [--requests 500] [--seconds 5] [--concurrency 8]
  */
 import { parseArgs } from 'node:util'
-import { reservePort, startSupabaseAuth } from '../e2e/support/supabase-auth.ts'
+import { startSupabaseAuth } from '../e2e/support/supabase-auth.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 
 const { values } = parseArgs({
   options: {

@@ -2,13 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { SHARED_REDIS_URL, sharedRedisSkipReason, uniquePrefix } from '../test/ratelimit/support/redis.ts'
 import { startGatewayProcess, type GatewayProcess } from './support/gateway-process.ts'
-import { postgresTarget, runPsql } from './support/postgres.ts'
-import {
-  backendUnavailableReason,
-  reservePort,
-  startSupabaseAuth,
-  type SupabaseAuthServer,
-} from './support/supabase-auth.ts'
+import { postgresTarget, runPsql } from '../scripts/supabase-auth/postgres.ts'
+import { backendUnavailableReason, startSupabaseAuth, type SupabaseAuthServer } from './support/supabase-auth.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 
 const unavailable = (await backendUnavailableReason()) ?? (await sharedRedisSkipReason())
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { runPsql, postgresTarget } from './support/postgres.ts'
+import { runPsql, postgresTarget } from '../scripts/supabase-auth/postgres.ts'
 import { backendUnavailableReason, startSupabaseAuth } from './support/supabase-auth.ts'
 import type { SupabaseAuthServer } from './support/supabase-auth.ts'
 

@@ -5,7 +5,7 @@ import { createClient } from '@supabase/supabase-js'
 import { recordingFetch } from './support/recording-fetch.ts'
 import { startGateway, startStack, type Gateway, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
-import { TEST_PHONE_OTPS } from './support/supabase-auth-env.ts'
+import { TEST_PHONE_OTPS } from '../scripts/supabase-auth/env.ts'
 
 const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }

@@ -12,8 +12,8 @@ import { GoTrueClient } from '@supabase/auth-js'
 import type { Page } from 'playwright-core'
 import { embeddedPostgresBinaries } from '../scripts/dev/embedded-postgres.ts'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
-import { dropDatabase, postgresUnavailableReason } from './support/postgres.ts'
-import { reservePort } from './support/supabase-auth.ts'
+import { dropDatabase, postgresUnavailableReason } from '../scripts/supabase-auth/postgres.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 import { findSupabaseAuthBinary } from '../scripts/supabase-auth/binary.ts'
 
 /**

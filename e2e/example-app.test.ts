@@ -3,13 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { dropDatabase } from './support/postgres.ts'
-import {
-  backendUnavailableReason,
-  reservePort,
-  startSupabaseAuth,
-  type SupabaseAuthServer,
-} from './support/supabase-auth.ts'
+import { dropDatabase } from '../scripts/supabase-auth/postgres.ts'
+import { backendUnavailableReason, startSupabaseAuth, type SupabaseAuthServer } from './support/supabase-auth.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 
 /**
  * examples/todo-app.ts as a person runs it (`node --conditions=authgate-source examples/todo-app.ts`)

@@ -6,7 +6,7 @@ import { decodeJws, verifyJwsWithJwks } from './support/jws.ts'
 import { recordingFetch } from './support/recording-fetch.ts'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
-import { OAUTH_CONSENT_PATH } from './support/supabase-auth-env.ts'
+import { OAUTH_CONSENT_PATH } from '../scripts/supabase-auth/env.ts'
 
 const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test'
 import type { Browser, CDPSession, Page } from 'playwright-core'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
 import { decodeJws } from './support/jws.ts'
-import { postgresTarget, runPsql } from './support/postgres.ts'
+import { postgresTarget, runPsql } from '../scripts/supabase-auth/postgres.ts'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
 

@@ -5,14 +5,10 @@ import { GoTrueClient } from '@supabase/auth-js'
 import { importJWK, SignJWT } from 'jose'
 import { authgateProtect } from '../src/protect/index.ts'
 import { defineRoute } from '../src/routes-dsl/index.ts'
-import { generateSigningJwk, type SigningJwk } from './support/jwt.ts'
+import { generateSigningJwk, type SigningJwk } from '../scripts/supabase-auth/jwt.ts'
 import { startGateway, type Gateway } from './support/stack.ts'
-import {
-  backendUnavailableReason,
-  startSupabaseAuth,
-  type SupabaseAuthServer,
-  reservePort,
-} from './support/supabase-auth.ts'
+import { backendUnavailableReason, startSupabaseAuth, type SupabaseAuthServer } from './support/supabase-auth.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 
 const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }

@@ -4,13 +4,9 @@ import { GoTrueClient } from '@supabase/auth-js'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
 import { startGatewayProcess, type GatewayProcess } from './support/gateway-process.ts'
 import { decodeJws } from './support/jws.ts'
-import { postgresTarget, runPsql } from './support/postgres.ts'
-import {
-  backendUnavailableReason,
-  startSupabaseAuth,
-  type SupabaseAuthServer,
-  reservePort,
-} from './support/supabase-auth.ts'
+import { postgresTarget, runPsql } from '../scripts/supabase-auth/postgres.ts'
+import { backendUnavailableReason, startSupabaseAuth, type SupabaseAuthServer } from './support/supabase-auth.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 
 const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }

@@ -9,15 +9,11 @@ import { defineRoute } from '../src/routes-dsl/index.ts'
 import type { SessionOptions } from '../src/sessions/index.ts'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
-import { postgresTarget, runPsql } from './support/postgres.ts'
+import { postgresTarget, runPsql } from '../scripts/supabase-auth/postgres.ts'
 import { startGateway, startStack, type Gateway, type Stack } from './support/stack.ts'
 import { totp } from './support/totp.ts'
-import {
-  backendUnavailableReason,
-  reservePort,
-  startSupabaseAuth,
-  type SupabaseAuthServer,
-} from './support/supabase-auth.ts'
+import { backendUnavailableReason, startSupabaseAuth, type SupabaseAuthServer } from './support/supabase-auth.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 
 const backendMissing = await backendUnavailableReason()
 const browserMissing = backendMissing ?? (await chromiumUnavailableReason())

@@ -5,13 +5,9 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startGatewayProcess, type GatewayProcess } from './support/gateway-process.ts'
-import { dropDatabase } from './support/postgres.ts'
-import {
-  backendUnavailableReason,
-  reservePort,
-  startSupabaseAuth,
-  type SupabaseAuthServer,
-} from './support/supabase-auth.ts'
+import { dropDatabase } from '../scripts/supabase-auth/postgres.ts'
+import { backendUnavailableReason, startSupabaseAuth, type SupabaseAuthServer } from './support/supabase-auth.ts'
+import { reservePort } from '../scripts/supabase-auth/port.ts'
 
 /**
  * The production recipe's topology (deploy/compose.yaml) as processes: three authgate replicas

@@ -5,17 +5,17 @@ import { createServer } from 'node:net'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { signServiceRoleJwt } from '../e2e/support/jwt.ts'
+import { signServiceRoleJwt } from './supabase-auth/jwt.ts'
 import {
   authDatabaseUrl,
   postgresTarget,
   postgresUnavailableReason,
   prepareAuthDatabase,
-} from '../e2e/support/postgres.ts'
-import type { PostgresTarget } from '../e2e/support/postgres.ts'
-import { reservePort } from '../e2e/support/supabase-auth.ts'
+} from './supabase-auth/postgres.ts'
+import type { PostgresTarget } from './supabase-auth/postgres.ts'
+import { reservePort } from './supabase-auth/port.ts'
 import { BINARY_ENV, findGo, findSupabaseAuthBinary, SUPABASE_AUTH_GO_VERSION } from './supabase-auth/binary.ts'
-import { CLIENT_IP_HEADER, DEV_SUPABASE_AUTH_PORT, supabaseAuthEnv } from '../e2e/support/supabase-auth-env.ts'
+import { CLIENT_IP_HEADER, DEV_SUPABASE_AUTH_PORT, supabaseAuthEnv } from './supabase-auth/env.ts'
 import { EMBEDDED_DIR, startEmbeddedPostgres } from './dev/embedded-postgres.ts'
 import { loadOrCreateKeys, repoRoot } from './dev/keys.ts'
 import { answers, startService, waitUntil } from './dev/service.ts'

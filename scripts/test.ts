@@ -1,7 +1,7 @@
 /**
  * `npm test`: the whole suite, in two steps run one after the other.
  *
- * 1. documents: the OpenAPI documents linted by the outside tools, once each (scripts/lint-documents.ts).
+ * 1. documents: the OpenAPI documents linted by the outside tools, once each (test/openapi/lint-documents.ts).
  *    Apart from the test files so that each tool runs once over both renderings and outside the coverage
  *    measurement, which every process started under the test runner inherits.
  * 2. files: every test file of test/ and e2e/, one at a time (see docs/decisions.md D71, D92), with the
@@ -25,7 +25,7 @@ const COVERAGE = [
 ]
 
 export const STEPS: ReadonlyArray<{ name: string; args: (extra: string[]) => string[] }> = [
-  { name: 'documents', args: () => ['--conditions=authgate-source', 'scripts/lint-documents.ts'] },
+  { name: 'documents', args: () => ['--conditions=authgate-source', 'test/openapi/lint-documents.ts'] },
   {
     name: 'files',
     args: (extra) => [

@@ -107,3 +107,27 @@ test('src/core/ imports nothing else of src/', () => {
   const up = [...(partGraph().get('core/')?.values() ?? [])].flat()
   assert.deepEqual(up, [])
 })
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url))
+
+/** Every program file under a folder: TypeScript and the launcher's plain JavaScript. */
+function programFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? programFiles(join(dir, e.name)) : /\.(?:ts|js)$/.test(e.name) ? [join(dir, e.name)] : [],
+  )
+}
+
+test('the product and its scripts import nothing of the tests: src/, scripts/ and bin/ stay out of e2e/ and test/', () => {
+  const files = ['src', 'scripts', 'bin'].flatMap((dir) => programFiles(join(ROOT, dir)))
+  assert.ok(
+    files.some((f) => f.endsWith('.js')) && files.length > 100,
+    'the files of src/, scripts/ and bin/ were read',
+  )
+  const tests = ['e2e/', 'test/'].map((dir) => join(ROOT, dir))
+  const found = files.flatMap((file) =>
+    importsOf(file)
+      .filter((target) => tests.some((t) => target.startsWith(t)))
+      .map((target) => `${relative(ROOT, file)} -> ${relative(ROOT, target)}`),
+  )
+  assert.deepEqual(found, [], 'files that load test code (move the shared piece under scripts/ or src/)')
+})

@@ -5,9 +5,15 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { generateJwtSecret, generateSigningJwk } from './jwt.ts'
-import { authDatabaseUrl, postgresTarget, prepareAuthDatabase, runPsql, type PostgresTarget } from './postgres.ts'
-import { supabaseAuthEnv } from './supabase-auth-env.ts'
+import { generateJwtSecret, generateSigningJwk } from '../../scripts/supabase-auth/jwt.ts'
+import {
+  authDatabaseUrl,
+  postgresTarget,
+  prepareAuthDatabase,
+  runPsql,
+  type PostgresTarget,
+} from '../../scripts/supabase-auth/postgres.ts'
+import { supabaseAuthEnv } from '../../scripts/supabase-auth/env.ts'
 
 const execFileAsync = promisify(execFile)
 

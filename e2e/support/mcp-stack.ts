@@ -3,9 +3,10 @@ import { GoTrueClient } from '@supabase/auth-js'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { authgateProtect } from '../../src/protect/index.ts'
 import { defineRoute } from '../../src/routes-dsl/index.ts'
-import { AUTH_ADMIN_ROLE, postgresTarget, runPsql } from './postgres.ts'
+import { AUTH_ADMIN_ROLE, postgresTarget, runPsql } from '../../scripts/supabase-auth/postgres.ts'
 import { startGateway, type Gateway, type StackOptions } from './stack.ts'
-import { reservePort, startSupabaseAuth, type SupabaseAuthServer } from './supabase-auth.ts'
+import { startSupabaseAuth, type SupabaseAuthServer } from './supabase-auth.ts'
+import { reservePort } from '../../scripts/supabase-auth/port.ts'
 
 /**
  * The access-token hook of docs/mcp.md: tokens issued to an OAuth client are for the MCP server

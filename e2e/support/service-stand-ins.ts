@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { importJWK, jwtVerify, type JWTPayload } from 'jose'
-import type { SigningJwk } from './jwt.ts'
+import type { SigningJwk } from '../../scripts/supabase-auth/jwt.ts'
 
 /** The project's keys as the stand-ins verify them: set once Supabase Auth has started. */
 export interface ProjectKeys {

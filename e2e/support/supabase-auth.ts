@@ -1,18 +1,23 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { generateJwtSecret, generateSigningJwk, signServiceRoleJwt } from './jwt.ts'
-import type { SigningJwk } from './jwt.ts'
+import { generateJwtSecret, generateSigningJwk, signServiceRoleJwt } from '../../scripts/supabase-auth/jwt.ts'
+import type { SigningJwk } from '../../scripts/supabase-auth/jwt.ts'
 import { authTemplate } from './auth-template.ts'
-import { authDatabaseUrl, dropDatabase, postgresUnavailableReason, prepareAuthDatabase } from './postgres.ts'
+import {
+  authDatabaseUrl,
+  dropDatabase,
+  postgresUnavailableReason,
+  prepareAuthDatabase,
+} from '../../scripts/supabase-auth/postgres.ts'
 import { findSupabaseAuthBinary } from '../../scripts/supabase-auth/binary.ts'
-import { supabaseAuthEnv } from './supabase-auth-env.ts'
+import { reservePort, type PortReservation } from '../../scripts/supabase-auth/port.ts'
+import { supabaseAuthEnv } from '../../scripts/supabase-auth/env.ts'
 
-export { signServiceRoleJwt } from './jwt.ts'
+export { signServiceRoleJwt } from '../../scripts/supabase-auth/jwt.ts'
 
 /** Database used when none is given; AUTHGATE_E2E_DATABASE overrides it. */
 export const DEFAULT_DATABASE = 'authgate_e2e'
@@ -52,33 +57,6 @@ export async function backendUnavailableReason(): Promise<string | undefined> {
   const binary = await findSupabaseAuthBinary()
   if ('reason' in binary) return binary.reason
   return postgresUnavailableReason()
-}
-
-/** A free port on 127.0.0.1, held by a placeholder listener until `release()`. */
-export interface PortReservation {
-  port: number
-  release(): Promise<void>
-}
-
-/**
- * Picks a free port and keeps it bound until the caller is about to listen on it. A port that is
- * merely looked up and closed again goes back to the kernel's pool, and in the seconds before it is
- * used (Supabase Auth migrating, say) an outgoing connection or another suite's server can take it:
- * the listen then fails with EADDRINUSE. While the placeholder listens, neither can.
- */
-export async function reservePort(): Promise<PortReservation> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', resolve)
-  })
-  const address = server.address()
-  if (address === null || typeof address === 'string') throw new Error('could not pick a free port')
-  let released: Promise<void> | undefined
-  return {
-    port: address.port,
-    release: () => (released ??= new Promise<void>((resolve) => server.close(() => resolve()))),
-  }
 }
 
 /** True for the error of a listen on a port that something else took in the meantime. */

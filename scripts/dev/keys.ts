@@ -3,8 +3,8 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { generateJwtSecret, generateSigningJwk } from '../../e2e/support/jwt.ts'
-import type { SigningJwk } from '../../e2e/support/jwt.ts'
+import { generateJwtSecret, generateSigningJwk } from '../supabase-auth/jwt.ts'
+import type { SigningJwk } from '../supabase-auth/jwt.ts'
 
 export interface DevKeys {
   jwtSecret: string

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { assertDatabaseName } from '../../e2e/support/postgres.ts'
+import { assertDatabaseName } from '../../scripts/supabase-auth/postgres.ts'
 import { TEMPLATE_PREFIX, templateName } from '../../e2e/support/auth-template.ts'
 
 test('the migrated template is named after the binary’s content, not its path', async (t) => {

@@ -16,7 +16,7 @@ import { describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { constantRate, idleConnections, type RateResult } from '../../bench/load.ts'
 import { startGatewayProcess } from '../../e2e/support/gateway-process.ts'
-import { reservePort } from '../../e2e/support/supabase-auth.ts'
+import { reservePort } from '../../scripts/supabase-auth/port.ts'
 import { startFakeBackend } from '../support/fake-backend.ts'
 
 const HEADER_TIMEOUT_MS = 3000

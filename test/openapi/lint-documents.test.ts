@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { jsonObjects, lintRenderings } from '../../scripts/lint-documents.ts'
+import { jsonObjects, lintRenderings } from './lint-documents.ts'
 
 // What the step of npm test that lints the documents makes of the tools' reports: an error in one of
 // the documents linted together is found, named after its document, and the clean one adds none.

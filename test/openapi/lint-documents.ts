@@ -6,16 +6,16 @@
  * Any error fails (exit 1); warnings are counted and printed. A step of `npm test` (scripts/test.ts),
  * run apart from the test files so that the tools run once and outside the coverage measurement.
  *
- *   node --conditions=authgate-source scripts/lint-documents.ts
+ *   node --conditions=authgate-source test/openapi/lint-documents.ts
  */
 import { execFile } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { realisticDocuments } from '../test/openapi/support/realistic-app.ts'
+import { realisticDocuments } from './support/realistic-app.ts'
 
-const root = fileURLToPath(new URL('../', import.meta.url))
+const root = fileURLToPath(new URL('../../', import.meta.url))
 const fixtures = join(root, 'test', 'openapi', 'fixtures')
 const bin = (name: string): string => join(root, 'node_modules', '.bin', name)
 
