@@ -1,17 +1,22 @@
 /**
- * `npm test`: the whole suite, in two steps run one after the other.
+ * `npm test`: the whole suite, in three steps run one after the other.
  *
  * 1. documents: the OpenAPI documents linted by the outside tools, once each (test/openapi/lint-documents.ts).
  *    Apart from the test files so that each tool runs once over both renderings and outside the coverage
  *    measurement, which every process started under the test runner inherits.
- * 2. files: every test file of test/ and e2e/, one at a time (see docs/decisions.md D71, D92), with the
- *    coverage report of src/ and its floor.
+ * 2. files: every test file of test/ and e2e/ but the timing-bound ones, several at a time
+ *    (AUTHGATE_TEST_CONCURRENCY, default 3; see docs/decisions.md D116), with the coverage report of
+ *    src/ and its floor. These files share nothing: each starts its own servers on ports the kernel
+ *    picks, its own database (a copy of one template) and its own Redis key prefix.
+ * 3. timed: the files that measure time or memory (SERIAL_FILES, each with the reason), one at a time
+ *    on a machine the other files have left, without coverage.
  *
- * Both steps always run; the command fails when either does. Each step's time is printed as
+ * Every step runs; the command fails when any does. Each step's time is printed as
  * `npm test: <step> <seconds> s` (.ci/run shows them among its stage times). Options after `--`
- * (`npm test -- --test-name-pattern=…`) go to the test runner of step 2.
+ * (`npm test -- --test-name-pattern=…`) go to the test runner of steps 2 and 3.
  */
 import { spawn } from 'node:child_process'
+import { globSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../', import.meta.url))
@@ -24,21 +29,74 @@ const COVERAGE = [
   '--test-coverage-functions=90',
 ]
 
-export const STEPS: ReadonlyArray<{ name: string; args: (extra: string[]) => string[] }> = [
-  { name: 'documents', args: () => ['--conditions=authgate-source', 'test/openapi/lint-documents.ts'] },
-  {
-    name: 'files',
-    args: (extra) => [
-      '--conditions=authgate-source',
-      '--test',
-      '--test-concurrency=1',
-      ...COVERAGE,
-      ...extra,
-      'test/**/*.test.ts',
-      'e2e/**/*.test.ts',
-    ],
-  },
+/**
+ * The files run alone, after the others: each measures time or memory (or drives the machine hard
+ * enough to disturb such a measurement), so a file running beside it makes it fail when the machine
+ * is slow, not when authgate is wrong.
+ */
+export const SERIAL_FILES: ReadonlyArray<{ file: string; why: string }> = [
+  { file: 'test/http/slow-clients.test.ts', why: 'counts errors of normal traffic during a flood of slow clients' },
+  { file: 'test/http/timeouts.test.ts', why: 'times request and idle deadlines' },
+  { file: 'test/shutdown.test.ts', why: 'times the drain of `npm start` on SIGTERM' },
+  { file: 'test/shutdown-signals.test.ts', why: 'times the drain of each signal' },
+  { file: 'test/ratelimit/redis-outage.test.ts', why: 'a 100 ms store timeout across a Redis restart' },
+  { file: 'test/ratelimit/redis-chaos.test.ts', why: 'decisions under Redis kills, with timeouts' },
+  { file: 'test/ratelimit/failover.test.ts', why: 'Sentinel and Cluster failovers within deadlines' },
+  { file: 'test/http/client-errors.test.ts', why: 'a dribbling client is cut between 2 and 4.5 s' },
+  { file: 'test/ratelimit/store-contract.test.ts', why: 'probes the rate edge within 600 ms and over 1.2 s' },
+  { file: 'test/startup-heap.test.ts', why: 'the memory of a fresh start' },
+  { file: 'test/services/scavenge.test.ts', why: 'the memory of the relay while it streams' },
+  { file: 'e2e/services-memory.test.ts', why: 'the RSS of 100 MiB streamed each way' },
+  { file: 'e2e/chaos.test.ts', why: 'floods and kills with deadlines, against Supabase Auth' },
 ]
+
+/** The test files of the suite, in a stable order. */
+export function testFiles(): string[] {
+  return [...globSync('test/**/*.test.ts', { cwd: root }), ...globSync('e2e/**/*.test.ts', { cwd: root })].sort()
+}
+
+/** How many files step 2 runs at a time: the variable when set to a positive integer, else 3. */
+export function concurrency(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.AUTHGATE_TEST_CONCURRENCY
+  if (text === undefined || text === '') return 3
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`AUTHGATE_TEST_CONCURRENCY must be a positive integer, not "${text}"`)
+  return n
+}
+
+export function steps(files: string[], env: NodeJS.ProcessEnv = process.env) {
+  const serial = new Set(SERIAL_FILES.map((s) => s.file))
+  const missing = [...serial].filter((f) => !files.includes(f))
+  if (missing.length > 0) throw new Error(`SERIAL_FILES names files that do not exist: ${missing.join(', ')}`)
+  return [
+    {
+      name: 'documents',
+      args: (_extra: string[]) => ['--conditions=authgate-source', 'test/openapi/lint-documents.ts'],
+    },
+    {
+      name: 'files',
+      args: (extra: string[]) => [
+        '--conditions=authgate-source',
+        '--test',
+        `--test-concurrency=${concurrency(env)}`,
+        ...COVERAGE,
+        ...extra,
+        ...files.filter((f) => !serial.has(f)),
+      ],
+    },
+    {
+      name: 'timed',
+      args: (extra: string[]) => [
+        '--conditions=authgate-source',
+        '--test',
+        '--test-concurrency=1',
+        ...extra,
+        ...files.filter((f) => serial.has(f)),
+      ],
+    },
+  ]
+}
 
 function runNode(args: string[]): Promise<number> {
   return new Promise((resolve) => {
@@ -52,7 +110,7 @@ async function main(): Promise<number> {
   const extra = process.argv.slice(2)
   const failed: string[] = []
   const times: string[] = []
-  for (const step of STEPS) {
+  for (const step of steps(testFiles())) {
     const start = performance.now()
     const code = await runNode(step.args(extra))
     const seconds = ((performance.now() - start) / 1000).toFixed(1)

@@ -62,6 +62,8 @@ export async function postgresUnavailableReason(target = postgresTarget()): Prom
 export const CLUSTER_ROLES_SQL = `
 DO $$
 BEGIN
+  -- Files preparing their databases at the same time would race to create the same role.
+  PERFORM pg_advisory_xact_lock(hashtext('authgate cluster roles'));
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'postgres') THEN
     CREATE ROLE postgres;
   END IF;
