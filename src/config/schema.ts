@@ -594,6 +594,8 @@ export const TOOL_VARIABLES: readonly string[] = [
   'AUTHGATE_E2E_DATABASE',
   // e2e/mcp.test.ts prints the exchanges of its flow (docs/mcp.md).
   'AUTHGATE_E2E_TRANSCRIPT',
+  // npm test: how many test files run at a time (scripts/test.ts).
+  'AUTHGATE_TEST_CONCURRENCY',
 ]
 
 /** The variable's value, or the setting's default when unset or blank. */
