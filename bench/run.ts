@@ -87,6 +87,8 @@ const PORTS = {
   baselineMemory: 19516,
   nodeFloor: 19517,
   nodeFloorLimited: 19518,
+  fastifyFloor: 19522,
+  fastifyFloorLimited: 19523,
   protect: 19520,
   protectNoCache: 19521,
 }
@@ -254,6 +256,23 @@ if (want('node')) {
     name: 'node:http + undici (floor)',
     port: PORTS.nodeFloor,
     limitedPort: PORTS.nodeFloorLimited,
+    pid: () => f.pid,
+    group: 'limit',
+    noMemory: true,
+  })
+}
+if (want('fastify')) {
+  // The framework's floor: the node floor behind Fastify's request, router and hooks, nothing else.
+  const f = start(process.execPath, [
+    join(ROOT, 'bench/peers/fastify-floor.ts'),
+    String(PORTS.fastifyFloor),
+    String(PORTS.fastifyFloorLimited),
+    String(PORTS.backend),
+  ])
+  peers.push({
+    name: 'Fastify + undici (framework floor)',
+    port: PORTS.fastifyFloor,
+    limitedPort: PORTS.fastifyFloorLimited,
     pid: () => f.pid,
     group: 'limit',
     noMemory: true,

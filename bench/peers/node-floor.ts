@@ -11,44 +11,10 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
+import { Relay } from './floor-relay.ts'
 
 const [port, limitedPort, backendPort] = process.argv.slice(2).map(Number)
 const pool = new Pool(`http://127.0.0.1:${backendPort}`, { connections: 64, pipelining: 1 })
-// Content-Length too: the relay sets the length of what it holds.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length'])
-
-/** The answer held whole and written with its head in one piece, as authgate's relay does for small bodies. */
-class Relay implements Dispatcher.DispatchHandler {
-  #status = 0
-  #headers: string[] = []
-  #chunks: Buffer[] = []
-  readonly res: ServerResponse
-  constructor(res: ServerResponse) {
-    this.res = res
-  }
-  onRequestStart(): void {}
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
-    this.#status = statusCode
-    const raw = controller.rawHeaders as Buffer[]
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i]!.toString('latin1')
-      if (!HOP_BY_HOP.has(name.toLowerCase())) this.#headers.push(name, raw[i + 1]!.toString('latin1'))
-    }
-  }
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#chunks.push(chunk)
-  }
-  onResponseEnd(): void {
-    const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)
-    this.#headers.push('content-length', String(body.length))
-    this.res.writeHead(this.#status, this.#headers).end(body)
-  }
-  onResponseError(): void {
-    if (!this.res.headersSent) this.res.writeHead(502).end()
-    else this.res.destroy()
-  }
-}
-
 createServer((req: IncomingMessage, res: ServerResponse) => {
   const chunks: Buffer[] = []
   req.on('data', (c: Buffer) => chunks.push(c))
