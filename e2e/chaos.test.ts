@@ -79,7 +79,8 @@ describe('chaos: Supabase Auth killed and restarted under load', { skip, timeout
     const port = backend.port
     zero = performance.now()
     await backend.stop()
-    await sleep(3000)
+    // Readiness reuses a probe of the backend for 1 s: by now it has probed the stopped one.
+    await sleep(2000)
     const readyz = await request(`${stack.url}/readyz`, { dispatcher: agent })
     assert.equal(readyz.statusCode, 200, 'readiness does not follow the backend')
     assert.equal(((await readyz.body.json()) as { backend: string }).backend, 'down')
@@ -91,7 +92,8 @@ describe('chaos: Supabase Auth killed and restarted under load', { skip, timeout
       freshDatabase: false,
     })
     const upAt = performance.now() - zero
-    await sleep(2000)
+    // A second of answers after the first 500 ms back, each of which must succeed.
+    await sleep(1500)
     running = false
     await load
 

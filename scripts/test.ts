@@ -44,7 +44,6 @@ export const SERIAL_FILES: ReadonlyArray<{ file: string; why: string }> = [
   { file: 'test/ratelimit/failover.test.ts', why: 'Sentinel and Cluster failovers within deadlines' },
   { file: 'test/http/client-errors.test.ts', why: 'a dribbling client is cut between 2 and 4.5 s' },
   { file: 'test/ratelimit/store-contract.test.ts', why: 'probes the rate edge within 600 ms and over 1.2 s' },
-  { file: 'test/startup-heap.test.ts', why: 'the memory of a fresh start' },
   { file: 'test/services/scavenge.test.ts', why: 'the memory of the relay while it streams' },
   { file: 'e2e/services-memory.test.ts', why: 'the RSS of 100 MiB streamed each way' },
   { file: 'e2e/chaos.test.ts', why: 'floods and kills with deadlines, against Supabase Auth' },

@@ -19,9 +19,9 @@ import { startGatewayProcess } from '../../e2e/support/gateway-process.ts'
 import { reservePort } from '../../scripts/supabase-auth/port.ts'
 import { startFakeBackend } from '../support/fake-backend.ts'
 
-const HEADER_TIMEOUT_MS = 3000
-const REQUEST_TIMEOUT_MS = 6000
-/** Room for a loaded two-core machine on top of a timeout (Node.js checks every second). */
+const HEADER_TIMEOUT_MS = 2000
+const REQUEST_TIMEOUT_MS = 4000
+/** Room for a loaded two-core machine on top of a timeout (Node.js checks every 500 ms here). */
 const SLACK_MS = 6000
 const IDLE_WANTED = 5000
 const SLOW_EACH = 200
@@ -29,7 +29,11 @@ const SLOW_EACH = 200
 const SOCKET_TIMEOUT_MS = 4000
 const SLOW_READERS = 20
 const RATE = 200
-const FLOOD_MS = 12_000
+/**
+ * Twice the request timeout: every first slow client is cut and replaced while the flood lasts (a
+ * slow-body one once its timeout and a check have passed, with seconds to spare on a loaded machine).
+ */
+const FLOOD_MS = 2 * REQUEST_TIMEOUT_MS
 
 /** The soft limit on open files of this process (`ulimit -n`), from /proc; undefined off Linux. */
 function openFileLimit(): number | undefined {
@@ -219,9 +223,9 @@ describe('chaos: idle, slow-header and slow-body clients while normal traffic co
         `each ${name} client got our 408`,
       )
     }
-    // Slow readers: once the socket timeout has passed (twice, plus room), reading again finds the
-    // answer cut short and the connection closed by authgate.
-    await sleep(Math.max(0, readersStart + 2 * SOCKET_TIMEOUT_MS + SLACK_MS - performance.now()))
+    // Slow readers: once the socket timeout has passed (plus room), reading again finds the answer
+    // cut short and the connection closed by authgate.
+    await sleep(Math.max(0, readersStart + SOCKET_TIMEOUT_MS + SLACK_MS - performance.now()))
     for (const r of readers) r.socket.resume()
     const readDeadline = performance.now() + SLACK_MS
     while (readers.some((r) => !r.closed) && performance.now() < readDeadline) await sleep(100)

@@ -27,14 +27,21 @@ async function portFree(port: number): Promise<boolean> {
   })
 }
 
+/** Ports handed out by this process (with their bus ports): two deployments may be started at once. */
+const handedOut = new Set<number>()
+
 /** A free port whose cluster bus port (+10000) is free too. */
 async function freePorts(count: number, withBus = false): Promise<number[]> {
   const out: number[] = []
   while (out.length < count) {
     const port = 20000 + Math.floor(Math.random() * 25000)
-    if (out.includes(port)) continue
+    const taken = () => handedOut.has(port) || (withBus && handedOut.has(port + 10000))
+    if (taken()) continue
     if (!(await portFree(port))) continue
     if (withBus && !(await portFree(port + 10000))) continue
+    if (taken()) continue
+    handedOut.add(port)
+    if (withBus) handedOut.add(port + 10000)
     out.push(port)
   }
   return out
@@ -82,7 +89,20 @@ class Processes {
   }
 }
 
-const SERVER_ARGS = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no']
+const SERVER_ARGS = [
+  '--bind',
+  '127.0.0.1',
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+  '--daemonize',
+  'no',
+  // A replica's first sync starts at once: by default a primary waits 5 s for more replicas to
+  // share it, which each start would spend waiting.
+  '--repl-diskless-sync-delay',
+  '0',
+]
 
 export class SentinelSet {
   readonly master = 'authgate-test'
