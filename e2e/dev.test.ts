@@ -46,6 +46,16 @@ interface DevRun {
   output(): string
 }
 
+/**
+ * A terminal's environment: nothing of the test runner's. Under `npm test`'s coverage each Node.js
+ * process of the stack (npm, the dev script, authgate) would otherwise record coverage for the runner
+ * to read: none of it counts where authgate runs from dist/, as in CI. NODE_V8_COVERAGE is set empty:
+ * Node.js passes its own on to a child whose environment lacks it.
+ */
+const terminal: NodeJS.ProcessEnv = { ...process.env, NODE_V8_COVERAGE: '' }
+delete terminal.NODE_OPTIONS
+delete terminal.NODE_TEST_CONTEXT
+
 const READY = /authgate dev: ready — API (\S+) · docs (\S+) · metrics (\S+) · test user (\S+) \/ (\S+)\n/
 const BACKEND = /Supabase Auth {2}http:\/\/127\.0\.0\.1:(\d+) \(.*? at 127\.0\.0\.1:(\d+)\)/
 
@@ -54,7 +64,7 @@ async function startDev(args: string[], env: Record<string, string> = {}): Promi
   const authPort = ['--auth-port', String(await freePort())]
   const child = spawn('npm', ['run', 'dev', '--', ...authPort, ...args], {
     cwd: repoRoot,
-    env: { ...process.env, AUTHGATE_LOG_LEVEL: 'warn', ...env },
+    env: { ...terminal, AUTHGATE_LOG_LEVEL: 'warn', ...env },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
