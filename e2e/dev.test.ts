@@ -15,6 +15,7 @@ import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts
 import { dropDatabase, postgresUnavailableReason } from '../scripts/supabase-auth/postgres.ts'
 import { reservePort } from '../scripts/supabase-auth/port.ts'
 import { findSupabaseAuthBinary } from '../scripts/supabase-auth/binary.ts'
+import { plainEnvironment } from '../test/support/plain-environment.ts'
 
 /**
  * `npm run dev` as a person runs it: started in a process group of its own (a terminal's), used
@@ -47,14 +48,11 @@ interface DevRun {
 }
 
 /**
- * A terminal's environment: nothing of the test runner's. Under `npm test`'s coverage each Node.js
- * process of the stack (npm, the dev script, authgate) would otherwise record coverage for the runner
- * to read: none of it counts where authgate runs from dist/, as in CI. NODE_V8_COVERAGE is set empty:
- * Node.js passes its own on to a child whose environment lacks it.
+ * A terminal's environment: nothing of the test runner's. The coverage the stack's Node.js processes
+ * (npm, the dev script, authgate) would record counts for nothing where authgate runs from dist/, as
+ * in CI.
  */
-const terminal: NodeJS.ProcessEnv = { ...process.env, NODE_V8_COVERAGE: '' }
-delete terminal.NODE_OPTIONS
-delete terminal.NODE_TEST_CONTEXT
+const terminal = plainEnvironment()
 
 const READY = /authgate dev: ready — API (\S+) · docs (\S+) · metrics (\S+) · test user (\S+) \/ (\S+)\n/
 const BACKEND = /Supabase Auth {2}http:\/\/127\.0\.0\.1:(\d+) \(.*? at 127\.0\.0\.1:(\d+)\)/

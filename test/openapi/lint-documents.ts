@@ -13,6 +13,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { plainEnvironment } from '../support/plain-environment.ts'
 import { realisticDocuments } from './support/realistic-app.ts'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
@@ -20,16 +21,12 @@ const fixtures = join(root, 'test', 'openapi', 'fixtures')
 const bin = (name: string): string => join(root, 'node_modules', '.bin', name)
 
 // The tools are plain programs here: no coverage collection, no test reporters inherited from a runner.
-const toolEnv: NodeJS.ProcessEnv = {
-  ...process.env,
+const toolEnv = plainEnvironment({
   REDOCLY_TELEMETRY: 'off',
   REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
   NO_COLOR: '1',
   CI: '1',
-}
-delete toolEnv.NODE_V8_COVERAGE
-delete toolEnv.NODE_OPTIONS
-delete toolEnv.NODE_TEST_CONTEXT
+})
 
 interface Run {
   code: number

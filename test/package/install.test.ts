@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { plainEnvironment } from '../support/plain-environment.ts'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -41,14 +42,9 @@ test(
         filter: (from) => !from.startsWith(join(ROOT, 'dist')),
       })
     symlinkSync(join(ROOT, 'node_modules'), join(source, 'node_modules'))
-    // npm, the compiler and the application run as on a user's machine: nothing of the test runner's
-    // is passed on. Under `npm test`'s coverage every Node.js process started would record what it
-    // runs (npm resolving, tsc compiling, the packed dist/), for the runner to read and then discard:
-    // none of it is src/ as the coverage counts it. Empty rather than deleted: Node.js gives a child
-    // its own NODE_V8_COVERAGE unless the child's environment sets one.
-    const plain: NodeJS.ProcessEnv = { ...process.env, NODE_V8_COVERAGE: '' }
-    delete plain.NODE_OPTIONS
-    delete plain.NODE_TEST_CONTEXT
+    // npm, the compiler and the application run as on a user's machine: the coverage they would
+    // record (npm resolving, tsc compiling, the packed dist/) is none of src/.
+    const plain = plainEnvironment()
     const npm = {
       env: { ...plain, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' },
     }
