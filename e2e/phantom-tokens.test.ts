@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:http'
 import { connect } from 'node:net'
 import { createRequire } from 'node:module'
 import { after, before, describe, it } from 'node:test'
+import { decodeJwt } from 'jose'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterBackendLogged, loggedRequests } from './support/backend-requests.ts'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
@@ -228,10 +229,7 @@ describe(
       assert.notEqual(signedIn.refresh, active.session.refreshToken)
       assert.equal(signedIn.expiresAt, active.session.expiresAt)
       // The stand-in carries the real token's claims, so getClaims() and the MFA helpers read them.
-      const claims = JSON.parse(Buffer.from(signedIn.access.split('.')[1]!, 'base64url').toString()) as Record<
-        string,
-        unknown
-      >
+      const claims = decodeJwt(signedIn.access)
       assert.equal(claims.email, email)
       assert.equal(claims.role, 'authenticated')
       const cookie = (await context.cookies(stack.publicOrigin)).find((c) => c.name === COOKIE)!
@@ -261,9 +259,7 @@ describe(
       )
       assert.equal(rows.error, null)
       const active = await stored()
-      const user = JSON.parse(Buffer.from(active!.session.accessToken.split('.')[1]!, 'base64url').toString()) as {
-        sub: string
-      }
+      const user = decodeJwt(active!.session.accessToken)
       assert.deepEqual(rows.selected, [{ id: 1, title: 'from the page', user_id: user.sub }])
       assert.equal(rest.requests.at(-1)!.headers.authorization, `Bearer ${active!.session.accessToken}`)
       assert.equal(rest.requests.at(-1)!.headers.cookie, undefined)
@@ -322,10 +318,8 @@ describe(
       // Supabase Auth's tokens carry whole seconds: a refresh within the second of the sign-in would
       // get the same claims, hence the same stand-in, and realtime-js passes a token on only when it
       // changed. So the refresh waits for the next second.
-      const { iat } = JSON.parse(Buffer.from(before!.session.accessToken.split('.')[1]!, 'base64url').toString()) as {
-        iat: number
-      }
-      const wait = (iat + 1) * 1000 - Date.now()
+      const { iat } = decodeJwt(before!.session.accessToken)
+      const wait = (iat! + 1) * 1000 - Date.now()
       if (wait > 0) await new Promise((r) => setTimeout(r, wait + 50))
       const refreshed = await run<{ error: unknown; changed: boolean; later: boolean; access: string }>(
         'sb.auth.refreshSession()',
@@ -341,10 +335,9 @@ describe(
       const afterRefresh = await stored()
       assert.notEqual(afterRefresh!.session.refreshToken, before!.session.refreshToken)
       // The page's new stand-in carries the new real token's claims.
-      const claims = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as object
-      const { asb, ...carried } = claims(refreshed.access) as { asb?: string }
+      const { asb, ...carried } = decodeJwt(refreshed.access)
       assert.ok(asb)
-      assert.deepEqual(carried, claims(afterRefresh!.session.accessToken))
+      assert.deepEqual(carried, decodeJwt(afterRefresh!.session.accessToken))
       assert.equal((await tokens()) - tokensBefore, 1, "Supabase Auth's log: one /token request")
       // supabase-js passes the new token to Realtime (`access_token` message): swapped too.
       const deadline = Date.now() + 10_000
