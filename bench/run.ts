@@ -244,35 +244,35 @@ const limitedRedis = {
   AUTHGATE_REDIS_KEY_PREFIX: `bench:${process.pid}:`,
 }
 
-if (want('node')) {
-  // The runtime's floor: how fast Node.js relays and refuses with nothing of authgate's per-request work.
-  const f = start(process.execPath, [
-    join(ROOT, 'bench/peers/node-floor.ts'),
-    String(PORTS.nodeFloor),
-    String(PORTS.nodeFloorLimited),
-    String(PORTS.backend),
-  ])
-  peers.push({
+// The floors: how fast Node.js relays and refuses with nothing of authgate's per-request work, alone
+// and behind a bare Fastify route (its request, router and hooks, nothing else).
+const FLOORS = [
+  {
+    want: 'node',
     name: 'node:http + undici (floor)',
+    file: 'node-floor.ts',
     port: PORTS.nodeFloor,
-    limitedPort: PORTS.nodeFloorLimited,
-    pid: () => f.pid,
-    group: 'limit',
-    noMemory: true,
-  })
-}
-if (want('fastify')) {
-  // The framework's floor: the node floor behind Fastify's request, router and hooks, nothing else.
+    limited: PORTS.nodeFloorLimited,
+  },
+  {
+    want: 'fastify',
+    name: 'Fastify + undici (framework floor)',
+    file: 'fastify-floor.ts',
+    port: PORTS.fastifyFloor,
+    limited: PORTS.fastifyFloorLimited,
+  },
+]
+for (const floor of FLOORS.filter((f) => want(f.want))) {
   const f = start(process.execPath, [
-    join(ROOT, 'bench/peers/fastify-floor.ts'),
-    String(PORTS.fastifyFloor),
-    String(PORTS.fastifyFloorLimited),
+    join(ROOT, 'bench/peers', floor.file),
+    String(floor.port),
+    String(floor.limited),
     String(PORTS.backend),
   ])
   peers.push({
-    name: 'Fastify + undici (framework floor)',
-    port: PORTS.fastifyFloor,
-    limitedPort: PORTS.fastifyFloorLimited,
+    name: floor.name,
+    port: floor.port,
+    limitedPort: floor.limited,
     pid: () => f.pid,
     group: 'limit',
     noMemory: true,
@@ -725,7 +725,7 @@ lines.push(
 lines.push('')
 lines.push('| case | peer | max req/s | × nginx | × floor | p50 ms | p99 ms | p99 − floor ms | CPU ms / 1k req |')
 lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|')
-const FLOOR = 'node:http + undici (floor)'
+const FLOOR = FLOORS[0]!.name
 for (const c of cases) {
   const nginxCell = results.get(`${c.id}|nginx`)
   const ref = nginxCell ? median(nginxCell.rps) : NaN
