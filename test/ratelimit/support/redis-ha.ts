@@ -9,7 +9,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { pingRedis } from './redis.ts'
+import { pingRedis, THROWAWAY_SERVER_ARGS } from './redis.ts'
 
 export function sentinelSkipReason(): string | undefined {
   for (const bin of ['redis-server', 'redis-sentinel', 'redis-cli']) {
@@ -90,14 +90,7 @@ class Processes {
 }
 
 const SERVER_ARGS = [
-  '--bind',
-  '127.0.0.1',
-  '--save',
-  '',
-  '--appendonly',
-  'no',
-  '--daemonize',
-  'no',
+  ...THROWAWAY_SERVER_ARGS,
   // A replica's first sync starts at once: by default a primary waits 5 s for more replicas to
   // share it, which each start would spend waiting.
   '--repl-diskless-sync-delay',

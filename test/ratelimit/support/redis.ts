@@ -7,6 +7,18 @@ import { join } from 'node:path'
 import { connect as tlsConnect } from 'node:tls'
 import { setTimeout as sleep } from 'node:timers/promises'
 
+/** A redis-server of a test's own: on loopback only, keeping nothing on disk, in the foreground. */
+export const THROWAWAY_SERVER_ARGS: readonly string[] = [
+  '--bind',
+  '127.0.0.1',
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+  '--daemonize',
+  'no',
+]
+
 export const SHARED_REDIS_URL = 'redis://127.0.0.1:6379'
 
 /** A key prefix no other run shares, so tests never see each other's buckets on the shared Redis. */
@@ -104,16 +116,9 @@ export class ThrowawayRedis {
       [
         ...listen,
         ...(tls ? ['--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no'] : []),
-        '--bind',
-        '127.0.0.1',
+        ...THROWAWAY_SERVER_ARGS,
         '--dir',
         this.dir,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--daemonize',
-        'no',
       ],
       { stdio: 'ignore' },
     )
