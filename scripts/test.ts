@@ -7,7 +7,9 @@
  * 2. files: every test file of test/ and e2e/ but the timing-bound ones, several at a time
  *    (AUTHGATE_TEST_CONCURRENCY, default 3; see docs/decisions.md D116), with the coverage report of
  *    src/ and its floor. These files share nothing: each starts its own servers on ports the kernel
- *    picks, its own database (a copy of one template) and its own Redis key prefix.
+ *    picks, its own database (a copy of one template) and its own Redis key prefix. The unit files
+ *    of test/ run one after another in one process of their own (test/shared-process.ts, D124), which
+ *    starts first; the end-to-end files, and the unit files in OWN_PROCESS_FILES, each get a process.
  * 3. timed: the files that measure time or memory (SERIAL_FILES, each with the reason), one at a time
  *    on a machine the other files have left, without coverage.
  *
@@ -17,6 +19,7 @@
  */
 import { spawn } from 'node:child_process'
 import { globSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../', import.meta.url))
@@ -36,7 +39,6 @@ const COVERAGE = [
  */
 export const SERIAL_FILES: ReadonlyArray<{ file: string; why: string }> = [
   { file: 'test/http/slow-clients.test.ts', why: 'counts errors of normal traffic during a flood of slow clients' },
-  { file: 'test/http/timeouts.test.ts', why: 'times request and idle deadlines' },
   { file: 'test/shutdown.test.ts', why: 'times the drain of `npm start` on SIGTERM' },
   { file: 'test/shutdown-signals.test.ts', why: 'times the drain of each signal' },
   { file: 'test/ratelimit/redis-outage.test.ts', why: 'a 100 ms store timeout across a Redis restart' },
@@ -48,6 +50,24 @@ export const SERIAL_FILES: ReadonlyArray<{ file: string; why: string }> = [
   { file: 'e2e/services-memory.test.ts', why: 'the RSS of 100 MiB streamed each way' },
   { file: 'e2e/chaos.test.ts', why: 'floods and kills with deadlines, against Supabase Auth' },
 ]
+
+/**
+ * The unit files that keep a process of their own in the files step rather than joining the shared
+ * one: each spends most of its time waiting on programs it starts, which it does best beside the
+ * other files than in the shared process's line.
+ */
+export const OWN_PROCESS_FILES: ReadonlyArray<{ file: string; why: string }> = [
+  {
+    file: 'test/package/install.test.ts',
+    why: 'packs, installs and compiles the package with npm and tsc (30 to 60 s)',
+  },
+  { file: 'test/cluster.test.ts', why: 'starts a Redis Cluster and its replicas and waits for them' },
+  { file: 'test/docs-server/docs-page-chromium.test.ts', why: 'drives the reference page in Chromium' },
+  { file: 'test/ratelimit/redis-tls.test.ts', why: 'makes certificates and starts Redis servers with TLS' },
+]
+
+/** The module test/shared-process.ts, which imports the shared files in one process. */
+export const SHARED_PROCESS_ENTRY = 'test/shared-process.ts'
 
 /** The test files of the suite, in a stable order. */
 export function testFiles(): string[] {
@@ -64,10 +84,27 @@ export function concurrency(env: NodeJS.ProcessEnv = process.env): number {
   return n
 }
 
+/**
+ * The files the shared process runs, one after another: the unit files of test/ that are neither
+ * timed nor kept in a process of their own. Starting Node.js, loading Fastify and authgate and
+ * writing a coverage record cost about a second of CPU per process; one process for these 125-odd
+ * files costs that once (D124).
+ */
+export function sharedProcessFiles(files: string[] = testFiles()): string[] {
+  const apart = new Set([...SERIAL_FILES, ...OWN_PROCESS_FILES].map((s) => s.file))
+  return files.filter((f) => f.startsWith('test/') && !apart.has(f))
+}
+
 export function steps(files: string[], env: NodeJS.ProcessEnv = process.env) {
   const serial = new Set(SERIAL_FILES.map((s) => s.file))
-  const missing = [...serial].filter((f) => !files.includes(f))
-  if (missing.length > 0) throw new Error(`SERIAL_FILES names files that do not exist: ${missing.join(', ')}`)
+  for (const [name, list] of [
+    ['SERIAL_FILES', SERIAL_FILES],
+    ['OWN_PROCESS_FILES', OWN_PROCESS_FILES],
+  ] as const) {
+    const missing = list.map((s) => s.file).filter((f) => !files.includes(f))
+    if (missing.length > 0) throw new Error(`${name} names files that do not exist: ${missing.join(', ')}`)
+  }
+  const shared = new Set(sharedProcessFiles(files))
   return [
     {
       name: 'documents',
@@ -81,7 +118,11 @@ export function steps(files: string[], env: NodeJS.ProcessEnv = process.env) {
         `--test-concurrency=${concurrency(env)}`,
         ...COVERAGE,
         ...extra,
-        ...files.filter((f) => !serial.has(f)),
+        // The runner starts files in the sorted order of the paths it is given: the shared process,
+        // the longest of them, is named by its absolute path so that it sorts first and starts at once
+        // instead of last, alone at the end of the step.
+        join(root, SHARED_PROCESS_ENTRY),
+        ...files.filter((f) => !serial.has(f) && !shared.has(f)),
       ],
     },
     {
