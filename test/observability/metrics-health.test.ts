@@ -54,8 +54,10 @@ describe('metrics after a mixed run', () => {
     await app.inject({ method: 'DELETE', url: '/auth/passkeys/one', headers: { authorization: 'Bearer t' } })
     await app.inject({ method: 'DELETE', url: '/auth/passkeys/two', headers: { authorization: 'Bearer t' } })
     await app.inject({ method: 'GET', url: '/auth/nothing' })
-    // Backend too slow: a 504 and a timeout.
-    backend.handler = (_req, res) => setTimeout(() => res.writeHead(200).end('{}'), 1000)
+    // Backend too slow: a 504 and a timeout. undici checks its headers timeout on a coarse clock
+    // (ticks of about half a second), so the 300 ms timeout can fire well after 1 s: the answer
+    // comes far later than that.
+    backend.handler = (_req, res) => void setTimeout(() => res.writeHead(200).end('{}'), 5000).unref()
     assert.equal((await app.inject({ method: 'GET', url: '/auth/health' })).statusCode, 504)
 
     const res = await app.inject({ method: 'GET', url: '/metrics' })
