@@ -344,16 +344,12 @@ if (opts.baseline && want('authgate')) {
   // The same service at another commit, for before/after in one run.
   const dir = join(DIR, 'baseline')
   mkdirSync(dir)
-  const archive = spawnSync('git', [
-    '-C',
-    ROOT,
-    'archive',
-    opts.baseline,
-    'src',
-    'package.json',
-    'tsconfig.json',
-    'tsconfig.build.json',
-  ])
+  // The sources' archive is over spawnSync's default 1 MB of output.
+  const archive = spawnSync(
+    'git',
+    ['-C', ROOT, 'archive', opts.baseline, 'src', 'package.json', 'tsconfig.json', 'tsconfig.build.json'],
+    { maxBuffer: 64 * 1024 * 1024 },
+  )
   if (archive.status !== 0) throw new Error(`git archive ${opts.baseline}: ${archive.stderr.toString()}`)
   spawnSync('tar', ['-x', '-C', dir], { input: archive.stdout })
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
