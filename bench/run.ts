@@ -4,7 +4,7 @@
  *
  *   node bench/run.ts [--duration 3] [--rounds 2] [--rate 5000|half] [--connections 64]
  *                     [--only a,b,...] [--peers authgate,nginx,...] [--baseline <git ref>]
- *                     [--idle-connections 5000] [--no-write]
+ *                     [--idle-connections 5000] [--port-offset 0] [--no-write]
  *
  * Every peer runs as its own process on 127.0.0.1 in front of the same fake backend (nginx answering
  * canned bodies). Rounds are interleaved (peer A, B, C, then again) because the machine is shared and
@@ -47,6 +47,7 @@ const { values: opts } = parseArgs({
     'idle-connections': { type: 'string', default: '5000' },
     workers: { type: 'string', default: '2' },
     'no-write': { type: 'boolean', default: false },
+    'port-offset': { type: 'string', default: '0' },
   },
 })
 const DURATION = Number(opts.duration)
@@ -69,7 +70,7 @@ if (!have('wrk')) {
   process.exit(1)
 }
 
-const PORTS = {
+const BASE_PORTS = {
   backend: 19501,
   nginx: 19502,
   nginxLimited: 19503,
@@ -92,6 +93,10 @@ const PORTS = {
   protect: 19520,
   protectNoCache: 19521,
 }
+// Moved by --port-offset, so that a second run on the same machine does not answer the first one's requests.
+const PORTS = Object.fromEntries(
+  Object.entries(BASE_PORTS).map(([name, port]) => [name, port + Number(opts['port-offset'])]),
+) as typeof BASE_PORTS
 
 // --- processes ---------------------------------------------------------------------------------
 
