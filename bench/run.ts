@@ -120,6 +120,10 @@ process.on('SIGINT', () => {
   stopAll()
   process.exit(130)
 })
+// A run that fails (a baseline that does not build, say) leaves no peers behind on the bench's ports.
+process.on('exit', () => {
+  if (!stopping) stopAll()
+})
 // However long the run, the harness ends: a generous bound from the options.
 const HARD_LIMIT_MS = 600_000 + ROUNDS * DURATION * 2 * 1000 * 60
 setTimeout(() => {
