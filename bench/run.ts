@@ -4,7 +4,7 @@
  *
  *   node bench/run.ts [--duration 3] [--rounds 2] [--rate 5000|half] [--connections 64]
  *                     [--only a,b,...] [--peers authgate,nginx,...] [--baseline <git ref>]
- *                     [--idle-connections 5000] [--no-write]
+ *                     [--idle-connections 5000] [--port-offset 0] [--no-write]
  *
  * Every peer runs as its own process on 127.0.0.1 in front of the same fake backend (nginx answering
  * canned bodies). Rounds are interleaved (peer A, B, C, then again) because the machine is shared and
@@ -47,6 +47,7 @@ const { values: opts } = parseArgs({
     'idle-connections': { type: 'string', default: '5000' },
     workers: { type: 'string', default: '2' },
     'no-write': { type: 'boolean', default: false },
+    'port-offset': { type: 'string', default: '0' },
   },
 })
 const DURATION = Number(opts.duration)
@@ -69,7 +70,7 @@ if (!have('wrk')) {
   process.exit(1)
 }
 
-const PORTS = {
+const BASE_PORTS = {
   backend: 19501,
   nginx: 19502,
   nginxLimited: 19503,
@@ -92,6 +93,10 @@ const PORTS = {
   protect: 19520,
   protectNoCache: 19521,
 }
+// Moved by --port-offset, so that a second run on the same machine does not answer the first one's requests.
+const PORTS = Object.fromEntries(
+  Object.entries(BASE_PORTS).map(([name, port]) => [name, port + Number(opts['port-offset'])]),
+) as typeof BASE_PORTS
 
 // --- processes ---------------------------------------------------------------------------------
 
@@ -114,6 +119,10 @@ function stopAll() {
 process.on('SIGINT', () => {
   stopAll()
   process.exit(130)
+})
+// A run that fails (a baseline that does not build, say) leaves no peers behind on the bench's ports.
+process.on('exit', () => {
+  if (!stopping) stopAll()
 })
 // However long the run, the harness ends: a generous bound from the options.
 const HARD_LIMIT_MS = 600_000 + ROUNDS * DURATION * 2 * 1000 * 60
@@ -344,16 +353,12 @@ if (opts.baseline && want('authgate')) {
   // The same service at another commit, for before/after in one run.
   const dir = join(DIR, 'baseline')
   mkdirSync(dir)
-  const archive = spawnSync('git', [
-    '-C',
-    ROOT,
-    'archive',
-    opts.baseline,
-    'src',
-    'package.json',
-    'tsconfig.json',
-    'tsconfig.build.json',
-  ])
+  // The sources' archive is over spawnSync's default 1 MB of output.
+  const archive = spawnSync(
+    'git',
+    ['-C', ROOT, 'archive', opts.baseline, 'src', 'package.json', 'tsconfig.json', 'tsconfig.build.json'],
+    { maxBuffer: 64 * 1024 * 1024 },
+  )
   if (archive.status !== 0) throw new Error(`git archive ${opts.baseline}: ${archive.stderr.toString()}`)
   spawnSync('tar', ['-x', '-C', dir], { input: archive.stdout })
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))

@@ -8,12 +8,12 @@
  *
  *   node bench/peers/fastify-floor.ts <port> <limited port> <backend port>
  *
- * On <port> every request is forwarded (an `/auth` prefix dropped); on <limited port> every request
+ * On <port> every request is forwarded (an `/auth` or `/rest/v1` prefix dropped); on <limited port> every request
  * gets a prebuilt 429 from a route, as a client over its limit.
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { Pool, type Dispatcher } from 'undici'
-import { Relay } from './floor-relay.ts'
+import { backendPath, Relay } from './floor-relay.ts'
 
 const [port, limitedPort, backendPort] = process.argv.slice(2).map(Number)
 const pool = new Pool(`http://127.0.0.1:${backendPort}`, { connections: 64, pipelining: 1 })
@@ -24,7 +24,7 @@ function forward(request: FastifyRequest, reply: FastifyReply): void {
   pool.dispatch(
     {
       method: request.method as Dispatcher.HttpMethod,
-      path: request.url.replace(/^\/auth/, ''),
+      path: backendPath(request.url),
       headers: contentType ? ['content-type', contentType] : [],
       body: (request.body as Buffer | undefined) ?? null,
     },

@@ -1,10 +1,19 @@
 /**
- * The relay of the bench's floors (node-floor.ts, fastify-floor.ts): an undici dispatch handler that
+ * The relay of the bench's floors (node-floor.ts, fastify-floor.ts), and the backend path they
+ * forward to. The relay is an undici dispatch handler that
  * holds the answer whole and writes it with its head in one piece, as authgate's relay does for
  * small bodies, to a `ServerResponse`. Nothing else: no header hygiene, metrics or logs.
  */
 import type { ServerResponse } from 'node:http'
 import type { Dispatcher } from 'undici'
+
+/**
+ * The backend path of a request target: the `/auth` prefix dropped as authgate's Auth routes do,
+ * or `/rest/v1` as its REST service does (case e); the fake backend answers both.
+ */
+export function backendPath(target: string): string {
+  return target.replace(/^\/(auth|rest\/v1)/, '')
+}
 
 // Content-Length too: the relay sets the length of what it holds.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length'])

@@ -6,12 +6,12 @@
  *
  *   node bench/peers/node-floor.ts <port> <limited port> <backend port>
  *
- * On <port> every request is forwarded (the `/auth` prefix dropped) and the answer relayed with its
+ * On <port> every request is forwarded (the `/auth` or `/rest/v1` prefix dropped) and the answer relayed with its
  * status and headers; on <limited port> every request gets a prebuilt 429, as a client over its limit.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
-import { Relay } from './floor-relay.ts'
+import { backendPath, Relay } from './floor-relay.ts'
 
 const [port, limitedPort, backendPort] = process.argv.slice(2).map(Number)
 const pool = new Pool(`http://127.0.0.1:${backendPort}`, { connections: 64, pipelining: 1 })
@@ -23,7 +23,7 @@ createServer((req: IncomingMessage, res: ServerResponse) => {
     pool.dispatch(
       {
         method: req.method as Dispatcher.HttpMethod,
-        path: (req.url ?? '/').replace(/^\/auth/, ''),
+        path: backendPath(req.url ?? '/'),
         headers: contentType ? ['content-type', contentType] : [],
         body: chunks.length === 0 ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
       },

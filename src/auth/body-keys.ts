@@ -102,6 +102,12 @@ function declaredProperties(schema: Schema, into: Map<string, Schema> = new Map(
 interface Fields {
   byName: Map<string, Schema>
   byFold: Map<string, string>
+  /**
+   * The fields, in the same order, whose values may hold keys to check: those declaring an object's
+   * fields or an array's items. A value under any other field (a string, free-form metadata) holds
+   * none that matter, so the per-request walk skips them without looking.
+   */
+  nested: [string, Schema][]
 }
 // Schemas are the route table's, built once: their fields are worked out on first use, not per request.
 const fieldsOf = new WeakMap<Schema, Fields>()
@@ -111,7 +117,11 @@ function fields(schema: Schema): Fields {
     const byName = declaredProperties(schema)
     const byFold = new Map<string, string>()
     for (const name of byName.keys()) byFold.set(goFoldedKey(name), name)
-    fieldsOf.set(schema, (found = { byName, byFold }))
+    const nested: [string, Schema][] = []
+    // Stored before the nested fields are worked out: a schema that holds itself ends there.
+    fieldsOf.set(schema, (found = { byName, byFold, nested }))
+    for (const [name, property] of byName)
+      if (isRecord(property.items) || fields(property).byName.size > 0) nested.push([name, property])
   }
   return found
 }
@@ -132,16 +142,17 @@ export function caseFoldedKey(value: unknown, schema: Schema, path: (string | nu
     return undefined
   }
   if (!isRecord(value)) return undefined
-  const { byName, byFold } = fields(schema)
+  const { byName, byFold, nested } = fields(schema)
   if (byName.size === 0) return undefined
   for (const key of Object.keys(value)) {
     if (byName.has(key)) continue
     const field = byFold.get(goFoldedKey(key))
     if (field !== undefined) return { path, key, field }
   }
-  for (const [name, property] of byName) {
-    if (!Object.hasOwn(value, name)) continue
-    const found = caseFoldedKey(value[name], property, [...path, name])
+  for (const [name, property] of nested) {
+    const inner = value[name]
+    if (inner === null || typeof inner !== 'object' || !Object.hasOwn(value, name)) continue
+    const found = caseFoldedKey(inner, property, [...path, name])
     if (found) return found
   }
   return undefined

@@ -30,9 +30,16 @@ export function queryUnescape(text: string): string | undefined {
   }
 }
 
+// The prototype of the values read: empty and frozen, so a name such as `__proto__` or
+// `constructor` is an own value like any other, as with `Object.create(null)`. An object made by
+// `Object.create(null)` is a dictionary from the start, and each value stored in one took about a
+// microsecond, more than the rest of the reading (one per request, for the query).
+const NO_INHERITED: object = Object.freeze(Object.create(null) as object)
+const valuesRecord = (): Record<string, string> => Object.create(NO_INHERITED) as Record<string, string>
+
 /** The first value of each name, as the backend reads them. */
 export function backendValues(text: string): Record<string, string> {
-  const out: Record<string, string> = Object.create(null)
+  const out = valuesRecord()
   if (text === '') return out
   let pairs = 1
   for (let i = text.indexOf('&'); i !== -1; i = text.indexOf('&', i + 1)) pairs++
@@ -52,5 +59,5 @@ export function backendValues(text: string): Record<string, string> {
 /** The query of a raw request target, as the backend reads it. */
 export function backendQuery(target: string): Record<string, string> {
   const q = target.indexOf('?')
-  return q === -1 ? Object.create(null) : backendValues(target.slice(q + 1))
+  return q === -1 ? valuesRecord() : backendValues(target.slice(q + 1))
 }

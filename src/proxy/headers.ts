@@ -108,24 +108,58 @@ export function outboundRequestHeaders(
   return out
 }
 
+// The response header names met so far, each decoded and lower-cased once: a backend sends the same
+// dozen names on every answer, and decoding each name of each answer (a call into C++ per name)
+// and lower-casing it cost more than all the rest of the relay's reading of the head. Kept by
+// length; bounded, so a backend inventing names costs a decoding per name, as before.
+interface KnownName {
+  name: string
+  lower: string
+}
+const KNOWN_NAMES_LIMIT = 256
+const knownNames: (KnownName[] | undefined)[] = []
+let knownNameCount = 0
+
+function sameBytes(raw: Buffer, name: string): boolean {
+  for (let i = 0; i < raw.length; i++) if (raw[i] !== name.charCodeAt(i)) return false
+  return true
+}
+
+function headerName(raw: Buffer): KnownName {
+  const sameLength = knownNames[raw.length]
+  if (sameLength !== undefined) for (const known of sameLength) if (sameBytes(raw, known.name)) return known
+  const name = raw.toString('latin1')
+  const known = { name, lower: name.toLowerCase() }
+  if (knownNameCount < KNOWN_NAMES_LIMIT) {
+    knownNameCount++
+    if (sameLength === undefined) knownNames[raw.length] = [known]
+    else sameLength.push(known)
+  }
+  return known
+}
+
 /**
  * The response headers relayed to the client as a flat [name, value, ...] list (what
  * `res.writeHead` takes), from undici's raw list: order and duplicates kept, so every Set-Cookie
  * stays its own line.
  */
 export function inboundResponseHeaders(raw: Buffer[]): string[] {
-  let named: Set<string> | undefined
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.length === 10 && raw[i]!.toString('latin1').toLowerCase() === 'connection') {
-      named = connectionTokens([...(named ?? []), raw[i + 1]!.toString('latin1')].join(','))
-    }
-  }
   const out: string[] = []
+  let connection: string | undefined
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toString('latin1')
-    const lower = name.toLowerCase()
-    if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue
+    const { name, lower } = headerName(raw[i]!)
+    if (lower === 'connection') {
+      const value = raw[i + 1]!.toString('latin1')
+      connection = connection === undefined ? value : `${connection},${value}`
+    }
+    if (HOP_BY_HOP.has(lower)) continue
     out.push(name, raw[i + 1]!.toString('latin1'))
   }
-  return out
+  // Names the Connection header lists are hop-by-hop for this answer too; `keep-alive`, what nearly
+  // every answer says, names none that is not dropped already.
+  if (connection === undefined || connection === 'keep-alive') return out
+  const named = connectionTokens(connection)!
+  const relayed: string[] = []
+  for (let i = 0; i < out.length; i += 2) if (!named.has(out[i]!.toLowerCase())) relayed.push(out[i]!, out[i + 1]!)
+  return relayed
 }

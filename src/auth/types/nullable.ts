@@ -54,9 +54,25 @@ export function nullableOptionals(schema: Schema): Schema {
  * stay): what Supabase Auth's decoder sees. Only for judging; the client's bytes are forwarded.
  */
 export function withoutNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutNulls)
+  // Most bodies hold no null: they are judged as parsed, without a copy.
+  return holdsNullProperty(value) ? copiedWithoutNulls(value) : value
+}
+
+function holdsNullProperty(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(holdsNullProperty)
+  if (!isObject(value)) return false
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue
+    const item = value[key]
+    if (item === null || (typeof item === 'object' && holdsNullProperty(item))) return true
+  }
+  return false
+}
+
+function copiedWithoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(copiedWithoutNulls)
   if (!isObject(value)) return value
   const out: Record<string, unknown> = {}
-  for (const [key, item] of Object.entries(value)) if (item !== null) out[key] = withoutNulls(item)
+  for (const [key, item] of Object.entries(value)) if (item !== null) out[key] = copiedWithoutNulls(item)
   return out
 }
