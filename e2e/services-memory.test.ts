@@ -8,7 +8,7 @@ const MiB = 2 ** 20
 /**
  * The standalone service relays 100 MiB up and 100 MiB down without holding them
  * (bench/services-stream.ts measures the service's own process; docs/services.md has the figures).
- * A relay that held a body would grow by its 100 MiB; the issue asks for less than 20 MB of growth,
+ * A relay that held a body would grow by its 100 MiB; the bound is less than 20 MB of growth,
  * peak and settled. The 64 KiB buffers each socket read leaves behind are collected every 8 MiB
  * relayed (src/services/scavenge.ts): without that, the peak was +12 to +47 MiB.
  */

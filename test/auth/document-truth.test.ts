@@ -13,7 +13,7 @@ const Ajv2020 = (Ajv2020Module as unknown as { default: new (options: object) =>
 const addFormats = addFormatsModule as unknown as (ajv: AjvInstance) => AjvInstance
 
 /**
- * The document tells the truth about Supabase Auth (the issue "a document that tells the truth"):
+ * The document tells the truth about Supabase Auth:
  * one test per point. What Supabase Auth itself answers is checked by the end-to-end suite, which
  * judges every answer it sees against this document.
  */
