@@ -6,10 +6,11 @@
  *    measurement, which every process started under the test runner inherits.
  * 2. files: every test file of test/ and e2e/ but the timing-bound ones, several at a time
  *    (AUTHGATE_TEST_CONCURRENCY, default 3; see docs/decisions.md D116), with the coverage report of
- *    src/ and its floor. These files share nothing: each starts its own servers on ports the kernel
- *    picks, its own database (a copy of one template) and its own Redis key prefix. The unit files
- *    of test/ run one after another in one process of their own (test/shared-process.ts, D124), which
- *    starts first; the end-to-end files, and the unit files in OWN_PROCESS_FILES, each get a process.
+ *    src/ and its floor. These files share no server, database or key: each starts its own servers
+ *    on ports the kernel picks, its own database (a copy of one template) and its own Redis key
+ *    prefix. They may share a process: the unit files of test/ run one after another in one process
+ *    (test/shared-process.ts, D124), which starts first; the end-to-end files, and the unit files in
+ *    OWN_PROCESS_FILES, each get a process of their own.
  * 3. timed: the files that measure time or memory (SERIAL_FILES, each with the reason), one at a time
  *    on a machine the other files have left, without coverage.
  *
