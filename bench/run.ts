@@ -48,10 +48,15 @@ const { values: opts } = parseArgs({
     workers: { type: 'string', default: '2' },
     'no-write': { type: 'boolean', default: false },
     'port-offset': { type: 'string', default: '0' },
+    warmup: { type: 'string', default: '2' },
   },
 })
 const DURATION = Number(opts.duration)
 const ROUNDS = Number(opts.rounds)
+// Seconds of unmeasured load each peer gets in each case before its rounds: a Node.js peer runs its
+// first few thousand requests unoptimised, and authgate, with more code to tier up than the floors,
+// was measured cold in its first round (0.4–0.6 × its warm rate) and so in the median of three.
+const WARMUP = Number(opts.warmup)
 const HALF_RATE = opts.rate === 'half'
 const RATE = HALF_RATE ? NaN : Number(opts.rate)
 const CONNECTIONS = Number(opts.connections)
@@ -125,7 +130,7 @@ process.on('exit', () => {
   if (!stopping) stopAll()
 })
 // However long the run, the harness ends: a generous bound from the options.
-const HARD_LIMIT_MS = 600_000 + ROUNDS * DURATION * 2 * 1000 * 60
+const HARD_LIMIT_MS = 600_000 + (ROUNDS * DURATION + WARMUP) * 2 * 1000 * 60
 setTimeout(() => {
   console.error('bench: hard time limit reached, stopping')
   stopAll()
@@ -564,7 +569,7 @@ interface Wrk {
   /** Answers that were not 2xx or 3xx. */
   other: number
 }
-function wrk(port: number, spec: RequestSpec): Promise<Wrk | undefined> {
+function wrk(port: number, spec: RequestSpec, seconds = DURATION): Promise<Wrk | undefined> {
   const script = join(DIR, `wrk-${spec.method}-${Buffer.from(spec.path).toString('hex').slice(0, 40)}.lua`)
   if (!existsSync(script)) {
     let lua = `wrk.method = "${spec.method}"\n`
@@ -576,7 +581,7 @@ function wrk(port: number, spec: RequestSpec): Promise<Wrk | undefined> {
     const child = spawn('wrk', [
       '-t1',
       `-c${CONNECTIONS}`,
-      `-d${DURATION}s`,
+      `-d${seconds}s`,
       '-s',
       script,
       `http://127.0.0.1:${port}${spec.path}`,
@@ -651,6 +656,11 @@ for (const c of cases) {
       )
     }
   }
+  if (WARMUP > 0)
+    for (const [p, port] of runnable) {
+      await wrk(port, { ...c.request, path: pathFor(p, c) }, WARMUP)
+      process.stderr.write(`${c.id} ${p.name}: warmed up\n`)
+    }
   for (let round = 0; round < ROUNDS; round++) {
     for (const [p, port] of runnable) {
       const spec = { ...c.request, path: pathFor(p, c) }
@@ -725,7 +735,7 @@ lines.push(
 )
 lines.push('')
 lines.push(
-  `Max: wrk -t1 -c${CONNECTIONS}, ${DURATION} s, median of ${ROUNDS} interleaved rounds. Latency: open loop at ${HALF_RATE ? `half of authgate's maximum in each case (${[...caseRates].map(([id, r]) => `${id}: ${thousands(r)}`).join(', ')} req/s)` : `${thousands(RATE)} req/s`} over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. CPU: user + system time of the peer's processes during the wrk run, per 1,000 answers. Ratios: max req/s over nginx's (one worker) and over the Node.js floor's (bench/peers/node-floor.ts: node:http, undici's dispatch API, a prebuilt 429) in the same case; p99 − floor: the difference of the medians.`,
+  `Max: wrk -t1 -c${CONNECTIONS}, ${DURATION} s, median of ${ROUNDS} interleaved rounds${WARMUP > 0 ? ` after ${WARMUP} s of unmeasured load per peer and case` : ''}. Latency: open loop at ${HALF_RATE ? `half of authgate's maximum in each case (${[...caseRates].map(([id, r]) => `${id}: ${thousands(r)}`).join(', ')} req/s)` : `${thousands(RATE)} req/s`} over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. CPU: user + system time of the peer's processes during the wrk run, per 1,000 answers. Ratios: max req/s over nginx's (one worker) and over the Node.js floor's (bench/peers/node-floor.ts: node:http, undici's dispatch API, a prebuilt 429) in the same case; p99 − floor: the difference of the medians.`,
 )
 lines.push('')
 lines.push('| case | peer | max req/s | × nginx | × floor | p50 ms | p99 ms | p99 − floor ms | CPU ms / 1k req |')
