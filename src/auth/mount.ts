@@ -58,7 +58,12 @@ function forwardHandler(route: AuthRoute, options: MountOptions) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const added = await gate.forMountedRoute(request, reply, route)
     if ('answered' in added) return added.answered
-    return forward(request, reply, added)
+    // An async handler must not settle before the answer is written (Fastify would send an empty
+    // one): it settles when the relay is over, or with the reply a refusal returns.
+    return new Promise<FastifyReply | undefined>((resolve) => {
+      const answered = forward(request, reply, added, () => resolve(undefined))
+      if (answered !== undefined) resolve(answered)
+    })
   }
 }
 
@@ -89,38 +94,48 @@ function plainForwardHandler(route: AuthRoute, options: MountOptions) {
   const template = route.backend?.path ?? route.path
   const sendsBody = FORWARDED_BODY_METHODS.has(method)
   if (templateParams(route.path).length === 0) {
-    return (request: FastifyRequest, reply: FastifyReply, added?: Additions) => {
+    // Synchronous, returning nothing: the relay answers, and Fastify waits for no promise.
+    return (request: FastifyRequest, reply: FastifyReply, added?: Additions, onDone?: () => void): void => {
       // OAuth client credentials in HTTP Basic, decoded as RFC 6749 §2.3.1 says (docs/decisions.md, D27).
       const basic = route.form ? decodedBasicCredentials(request.headers.authorization) : undefined
-      return forwarder.forward(request, reply, {
+      const target: ForwardTarget = {
         method,
         path: template,
         body: sendsBody ? request.rawBody : undefined,
         query: forwardedQuery(request),
         cacheable: route.cacheable === true,
-        ...(basic ? { headers: { authorization: basic } } : {}),
-        ...withMend(route, added, request),
-      })
+      }
+      if (basic) target.headers = { authorization: basic }
+      // The session's additions replace the Basic credentials' header, as the route's own.
+      const extra = withMend(route, added, request)
+      if (extra !== undefined) Object.assign(target, extra)
+      forwarder.forward(request, reply, target, onDone)
     }
   }
   // Parameters become part of the backend path: they are checked on the raw request target and
   // re-encoded, and the backend path is built from the template, never from the URL.
   const match = templateMatcher(route.path)
   const statics = staticPaths(options.routes, route)
-  return (request: FastifyRequest, reply: FastifyReply, added?: Additions) => {
+  return (request: FastifyRequest, reply: FastifyReply, added?: Additions, onDone?: () => void) => {
     // A concrete path wins over a template (as OpenAPI matches paths): `DELETE
     // /user/identities/authorize` is a wrong method on the static path, not an identity id.
     const allow = statics.size > 0 ? staticAllow(statics, prefix, request.raw.url ?? '') : undefined
+    // A refusal answers here and returns the reply; `onDone` is only for a forwarded request.
     if (allow) return methodNotAllowed(request, reply, allow)
     const resolved = resolveTemplate(request.raw.url ?? '', prefix, route.path, match)
     if (!resolved?.ok)
       return sendError(request, reply, 'validation_failed', resolved?.message ?? `Invalid path for ${route.path}`)
-    return forwarder.forward(request, reply, {
-      method,
-      path: resolved.path,
-      body: sendsBody ? request.rawBody : undefined,
-      ...withMend(route, added, request),
-    })
+    forwarder.forward(
+      request,
+      reply,
+      {
+        method,
+        path: resolved.path,
+        body: sendsBody ? request.rawBody : undefined,
+        ...withMend(route, added, request),
+      },
+      onDone,
+    )
   }
 }
 

@@ -7,7 +7,7 @@ import { failureKind, recordBackend, type BackendErrorKind, type BackendExchange
 import { throttle } from '../core/log-throttle.ts'
 import { clientIp } from './client-ip.ts'
 import { outboundRequestHeaders } from './headers.ts'
-import { mergeOwnHeaders, Relay, type AnswerRewrite } from './relay.ts'
+import { mergeOwnHeaders, Relay, type AnswerRewrite, type RelayOwner } from './relay.ts'
 import { ResponseCache } from './response-cache.ts'
 
 export interface ForwarderOptions {
@@ -74,6 +74,11 @@ export class Forwarder {
   observer: ExchangeObserver | undefined
   /** Set by the application when tracing is on: a client span per exchange. */
   tracer: BackendTracer | undefined
+  // What every relay reports to: one object for all requests, no closures per request.
+  readonly #owner: RelayOwner = {
+    exchanged: (relay, status, error) => this.#end(relay.options.request, relay.startedAt, status, error),
+    failed: (relay, err) => this.#answerFailure(relay, err),
+  }
 
   constructor(options: ForwarderOptions) {
     this.#backend = options.backend
@@ -111,13 +116,17 @@ export class Forwarder {
   /**
    * Sends one request and relays the answer: from the cache when the route allows and a fresh
    * answer is stored, else to the backend with the request's own bytes and cleaned headers, the
-   * answer relayed by a `Relay` (src/proxy/relay.ts).
+   * answer relayed by a `Relay` (src/proxy/relay.ts). `onDone` is called once the answer is over;
+   * a synchronous route handler passes none (Fastify then waits for no promise).
    */
-  forward(request: FastifyRequest, reply: FastifyReply, target: ForwardTarget): Promise<void> {
+  forward(request: FastifyRequest, reply: FastifyReply, target: ForwardTarget, onDone?: () => void): void {
     const cache =
       target.cacheable && (target.rewrite === undefined || target.rewriteCacheable === true) ? this.#cache : undefined
     const cacheKey = cache?.keyFor(request.raw)
-    if (cacheKey !== undefined && this.#answerFromCache(request, reply, cache!, cacheKey)) return Promise.resolve()
+    if (cacheKey !== undefined && this.#answerFromCache(request, reply, cache!, cacheKey)) {
+      onDone?.()
+      return
+    }
     const path = this.#backendPath(request, target)
     let traced: BackendSpan | undefined
     if (this.tracer !== undefined) {
@@ -125,29 +134,27 @@ export class Forwarder {
       traced = this.tracer.start(request, target.method, q === -1 ? path : path.slice(0, q))
       ;(request as WithBackendSpan)[kBackendSpan] = traced
     }
-    return new Promise<void>((resolve) => {
-      const relay = new Relay({
-        request,
-        reply,
-        ownCors: this.#ownCors,
-        cache: cacheKey === undefined ? undefined : { cache: cache!, key: cacheKey },
-        rewrite: target.rewrite,
-        onExchange: (status, error) => this.#end(request, relay.startedAt, status, error),
-        onFailure: (err) => this.#answerFailure(request, reply, target, relay, err),
-        onDone: resolve,
-      })
-      this.#backend.dispatch(
-        {
-          method: target.method,
-          path,
-          headers: this.#outboundHeaders(request, target, traced?.headers),
-          body: target.body ?? null,
-          headersTimeout: this.#timeoutMs,
-          bodyTimeout: this.#timeoutMs,
-        },
-        relay,
-      )
+    const relay = new Relay({
+      request,
+      reply,
+      backendPath: target.path,
+      ownCors: this.#ownCors,
+      cache: cacheKey === undefined ? undefined : { cache: cache!, key: cacheKey },
+      rewrite: target.rewrite,
+      owner: this.#owner,
+      onDone,
     })
+    this.#backend.dispatch(
+      {
+        method: target.method,
+        path,
+        headers: this.#outboundHeaders(request, target, traced?.headers),
+        body: target.body ?? null,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: this.#timeoutMs,
+      },
+      relay,
+    )
   }
 
   /** Answers from the response cache; false when nothing fresh is stored for this request. */
@@ -194,13 +201,8 @@ export class Forwarder {
   }
 
   /** A backend exchange that failed: 504 or 502 in our shape before the answer started, a cut connection after. */
-  #answerFailure(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    target: ForwardTarget,
-    relay: Relay,
-    err: Error & { code?: string },
-  ): void {
+  #answerFailure(relay: Relay, err: Error & { code?: string }): void {
+    const { request, reply, backendPath } = relay.options
     if (relay.started) {
       this.#end(request, relay.startedAt, reply.raw.statusCode, 'relay')
       this.#logFailure(
@@ -222,7 +224,7 @@ export class Forwarder {
     const kind = failureKind(code)
     if (kind === 'timeout') {
       this.#end(request, relay.startedAt, undefined, 'timeout')
-      this.#logFailure(request, 'warn', 'timeout', { backendPath: target.path }, 'backend did not answer in time')
+      this.#logFailure(request, 'warn', 'timeout', { backendPath }, 'backend did not answer in time')
       sendError(request, reply, 'request_timeout')
       return
     }
@@ -231,7 +233,7 @@ export class Forwarder {
       request,
       'error',
       `${kind}:${code}`,
-      { err: { code, message: err.message }, backendPath: target.path },
+      { err: { code, message: err.message }, backendPath },
       kind === 'failed' ? 'backend request failed' : 'backend unreachable',
     )
     // The internal address stays in the log, never in the answer.

@@ -24,9 +24,22 @@ export type AnswerRewrite = (answer: HeldAnswer) => Promise<HeldAnswer>
  */
 export type AnswerMend = (answer: HeldAnswer, request: FastifyRequest) => HeldAnswer | Promise<HeldAnswer>
 
+/**
+ * What a relay tells the forwarder that started it. Methods of one long-lived object rather than
+ * closures per request: a forwarded request allocates the relay and its options, nothing more.
+ */
+export interface RelayOwner {
+  /** The exchange ended with a status (or an error kind): timing and metrics. */
+  exchanged(relay: Relay, status: number | undefined, error?: BackendErrorKind): void
+  /** The backend request failed (before or after the answer started); the client is not gone. */
+  failed(relay: Relay, err: Error & { code?: string }): void
+}
+
 export interface RelayOptions {
   request: FastifyRequest
   reply: FastifyReply
+  /** The backend path without its query (for the owner's log lines). */
+  backendPath: string
   /** authgate answers CORS itself: the backend's `Access-Control-*` headers are dropped. */
   ownCors: boolean
   /** Where a complete answer is stored, for a cacheable route. */
@@ -36,12 +49,9 @@ export interface RelayOptions {
    * answer is what is stored (a rewrite that is the same for every client).
    */
   rewrite?: AnswerRewrite | undefined
-  /** The exchange ended with a status (or an error kind): timing and metrics. */
-  onExchange(status: number | undefined, error?: BackendErrorKind): void
-  /** The backend request failed (before or after the answer started); the client is not gone. */
-  onFailure(err: Error & { code?: string }): void
-  /** Always called once, when the relay is over. */
-  onDone(): void
+  owner: RelayOwner
+  /** Called once, when the relay is over (undefined: nobody waits for it). */
+  onDone: (() => void) | undefined
 }
 
 /**
@@ -55,7 +65,7 @@ export class Relay implements Dispatcher.DispatchHandler {
   readonly startedAt = performance.now()
   /** True once the response head was written to the client. */
   started = false
-  readonly #o: RelayOptions
+  readonly options: RelayOptions
   readonly #res: FastifyReply['raw']
   #controller: Dispatcher.DispatchController | undefined
   #held: Buffer[] | undefined = []
@@ -70,9 +80,11 @@ export class Relay implements Dispatcher.DispatchHandler {
   #relayedHeaders: string[] | undefined
 
   constructor(options: RelayOptions) {
-    this.#o = options
+    this.options = options
     this.#res = options.reply.raw
-    this.#res.once('close', this.#onClose)
+    // `on`, not `once`: the listener is taken off when the relay is over, and `once` would wrap it
+    // in a new function per request.
+    this.#res.on('close', this.#onClose)
   }
 
   readonly #onClose = () => {
@@ -97,7 +109,7 @@ export class Relay implements Dispatcher.DispatchHandler {
   #done(): void {
     this.#res.off('close', this.#onClose)
     if (this.#drainListening) this.#res.off('drain', this.#onDrain)
-    this.#o.onDone()
+    this.options.onDone?.()
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -106,32 +118,32 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
-    this.#o.onExchange(statusCode)
+    this.options.owner.exchanged(this, statusCode)
     const relayed = inboundResponseHeaders(controller.rawHeaders as Buffer[])
     // A per-account sign-in limit waiting to learn whether this attempt was refused.
-    reportAnswer(this.#o.request.raw, statusCode, relayed)
-    if (this.#o.rewrite !== undefined) {
+    reportAnswer(this.options.request.raw, statusCode, relayed)
+    if (this.options.rewrite !== undefined) {
       this.#relayedStatus = statusCode
       this.#relayedHeaders = relayed
       return
     }
-    if (this.#o.cache !== undefined) {
+    if (this.options.cache !== undefined) {
       this.#relayedStatus = statusCode
       this.#relayedHeaders = relayed.slice()
     }
-    const flat = mergeOwnHeaders(relayed, this.#o.reply.getHeaders(), this.#o.ownCors)
+    const flat = mergeOwnHeaders(relayed, this.options.reply.getHeaders(), this.options.ownCors)
     this.#writeHead(statusCode, flat, controller)
   }
 
   #writeHead(statusCode: number, flat: string[], controller?: Dispatcher.DispatchController): boolean {
-    this.#o.reply.hijack()
+    this.options.reply.hijack()
     this.started = true
     try {
       this.#res.writeHead(statusCode, flat)
       return true
     } catch (err) {
-      this.#o.onExchange(statusCode, 'bad_header')
-      this.#o.request.log.error({ err }, 'backend sent a header Node.js refuses to relay')
+      this.options.owner.exchanged(this, statusCode, 'bad_header')
+      this.options.request.log.error({ err }, 'backend sent a header Node.js refuses to relay')
       controller?.abort(err as Error)
       this.#res.destroy()
       return false
@@ -144,7 +156,7 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (this.#held !== undefined) {
       this.#held.push(chunk)
       this.#heldBytes += chunk.length
-      if (this.#o.rewrite !== undefined) {
+      if (this.options.rewrite !== undefined) {
         if (this.#heldBytes > HELD_ANSWER_LIMIT) controller.abort(new Error('answer too large to rewrite'))
         return
       }
@@ -156,7 +168,7 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    if (this.#o.rewrite !== undefined) {
+    if (this.options.rewrite !== undefined) {
       this.#endRewritten()
       return
     }
@@ -165,9 +177,9 @@ export class Relay implements Dispatcher.DispatchHandler {
     else {
       const body = held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes)
       this.#res.end(body)
-      const cache = this.#o.cache
+      const cache = this.options.cache
       if (cache !== undefined && this.#relayedHeaders !== undefined)
-        cache.cache.store(cache.key, this.#relayedStatus, this.#relayedHeaders, body, this.#o.request.headers)
+        cache.cache.store(cache.key, this.#relayedStatus, this.#relayedHeaders, body, this.options.request.headers)
     }
     this.#done()
   }
@@ -186,14 +198,15 @@ export class Relay implements Dispatcher.DispatchHandler {
       // session's tokens), so it is never relayed as it came.
       // readHeldAnswer throws nothing else.
       const unreadable = err as UnreadableAnswerError
-      this.#o.request.log.error(
+      this.options.request.log.error(
         { status: this.#relayedStatus, encoding: unreadable.encoding, reason: unreadable.message },
         'backend answer could not be read',
       )
-      if (!this.#clientGone) this.#o.onFailure(new AuthgateError('backend_unreadable', undefined, { cause: err }))
+      if (!this.#clientGone)
+        this.options.owner.failed(this, new AuthgateError('backend_unreadable', undefined, { cause: err }))
       return this.#done()
     }
-    this.#o.rewrite!(answer).then(
+    this.options.rewrite!(answer).then(
       (out) => {
         if (this.#clientGone) return this.#done()
         // The body may have changed length: the backend's framing headers no longer apply.
@@ -202,23 +215,23 @@ export class Relay implements Dispatcher.DispatchHandler {
           return name !== 'content-length' && name !== 'transfer-encoding'
         })
         headers.push('content-length', String(out.body.length))
-        const stored = this.#o.cache !== undefined ? headers.slice() : undefined
-        const flat = mergeOwnHeaders(headers, this.#o.reply.getHeaders(), this.#o.ownCors)
+        const stored = this.options.cache !== undefined ? headers.slice() : undefined
+        const flat = mergeOwnHeaders(headers, this.options.reply.getHeaders(), this.options.ownCors)
         if (this.#writeHead(out.status, flat)) this.#res.end(out.body)
-        const cache = this.#o.cache
+        const cache = this.options.cache
         if (cache !== undefined && stored !== undefined)
-          cache.cache.store(cache.key, out.status, stored, out.body, this.#o.request.headers)
+          cache.cache.store(cache.key, out.status, stored, out.body, this.options.request.headers)
         this.#done()
       },
       (err: Error & { code?: string }) => {
-        if (!this.#clientGone) this.#o.onFailure(err)
+        if (!this.#clientGone) this.options.owner.failed(this, err)
         this.#done()
       },
     )
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
-    if (!this.#clientGone) this.#o.onFailure(err)
+    if (!this.#clientGone) this.options.owner.failed(this, err)
     this.#done()
   }
 }
@@ -232,17 +245,29 @@ export function mergeOwnHeaders(relayed: string[], own: Record<string, unknown>,
   const flat = ownCors
     ? relayed.filter((_, i, all) => !all[i - (i % 2)]!.toLowerCase().startsWith('access-control-'))
     : relayed
-  let seen: Set<string> | undefined
+  // Own headers are few (the request id, a limit's headers): each is looked for among the relayed
+  // names directly, with no set of lower-cased names built per answer.
+  const relayedLength = flat.length
   for (const name in own) {
     const value = own[name]
-    if (value === undefined) continue
-    if (seen === undefined) {
-      seen = new Set()
-      for (let i = 0; i < flat.length; i += 2) seen.add(flat[i]!.toLowerCase())
-    }
-    if (seen.has(name.toLowerCase())) continue
+    if (value === undefined || relayedHas(flat, relayedLength, name.toLowerCase())) continue
     if (Array.isArray(value)) for (const v of value) flat.push(name, String(v))
     else flat.push(name, String(value))
   }
   return flat
+}
+
+/** Whether one of the first `end` entries of a flat header list is a name equal to `lower`, ignoring ASCII case. */
+function relayedHas(flat: readonly string[], end: number, lower: string): boolean {
+  for (let i = 0; i < end; i += 2) {
+    const name = flat[i]!
+    if (name.length !== lower.length) continue
+    let j = 0
+    for (; j < name.length; j++) {
+      const c = name.charCodeAt(j)
+      if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== lower.charCodeAt(j)) break
+    }
+    if (j === name.length) return true
+  }
+  return false
 }
