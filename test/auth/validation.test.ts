@@ -154,6 +154,27 @@ describe('content types and malformed bodies', () => {
       'bad_json',
     ],
     [
+      'prototype poisoning, a letter escaped',
+      { 'content-type': 'application/json' },
+      '{"email":"a@example.com","\\u005f_proto__":{"admin":true}}',
+      400,
+      'bad_json',
+    ],
+    [
+      'a constructor key',
+      { 'content-type': 'application/json' },
+      '{"email":"a@example.com","constructor":{"prototype":{"admin":true}}}',
+      400,
+      'bad_json',
+    ],
+    [
+      'a constructor key, a letter escaped',
+      { 'content-type': 'application/json' },
+      '{"email":"a@example.com","\\u0063onstructor":{"prototype":{"admin":true}}}',
+      400,
+      'bad_json',
+    ],
+    [
       'invalid UTF-8',
       { 'content-type': 'application/json' },
       Buffer.from([0x7b, 0x22, 0x65, 0x6d, 0x61, 0x69, 0x6c, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
