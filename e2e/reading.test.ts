@@ -413,6 +413,20 @@ describe('one reading of a request, the backend’s, field by field from the rou
     assert.equal(verify.status, 403, await verify.text())
   })
 
+  it(
+    'a body that starts with a byte order mark: refused as Supabase Auth refuses it, never forwarded',
+    needsBackend,
+    async () => {
+      const route = AUTH_ROUTES.find((r) => routeName(r) === 'POST /token')!
+      const body = `\ufeff${JSON.stringify({ email: fresh(), password: PASSWORD })}`
+      const straight = await direct(route, BASES['POST /token']!(), body)
+      assert.deepEqual(straight, { status: 400, code: 'bad_json' })
+      const before = await served('/token')
+      assert.deepEqual(await through(route, BASES['POST /token']!(), body), straight)
+      assert.equal(await served('/token'), before, 'the body reached Supabase Auth')
+    },
+  )
+
   /** authgate's own refusal: the body's spelling (400) or the account's spent limit (429). */
   const refusedByAuthgate = (a: Decision) =>
     (a.status === 400 && (a.code === 'validation_failed' || a.code === 'bad_json')) ||

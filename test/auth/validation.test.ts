@@ -161,6 +161,13 @@ describe('content types and malformed bodies', () => {
       'bad_json',
     ],
     [
+      'a byte order mark before the JSON (Go reads none)',
+      { 'content-type': 'application/json' },
+      '\ufeff{"email":"a@example.com"}',
+      400,
+      'bad_json',
+    ],
+    [
       'a constructor key',
       { 'content-type': 'application/json' },
       '{"email":"a@example.com","constructor":{"prototype":{"admin":true}}}',
