@@ -427,6 +427,20 @@ describe('one reading of a request, the backend’s, field by field from the rou
     },
   )
 
+  it(
+    'a body that is JSON but no object: null read as no field, anything else refused, as Supabase Auth reads them',
+    needsBackend,
+    async () => {
+      const route = AUTH_ROUTES.find((r) => routeName(r) === 'PUT /user')!
+      for (const body of ['null', ' null ', '[]', '[{"data":{}}]', '1', '"x"', 'true']) {
+        const b = BASES['PUT /user']!()
+        const straight = await direct(route, b, body)
+        assert.equal(straight.status, body.trim() === 'null' ? 200 : 400, `${body}: ${JSON.stringify(straight)}`)
+        assert.deepEqual(await through(route, b, body), straight, body)
+      }
+    },
+  )
+
   /** authgate's own refusal: the body's spelling (400) or the account's spent limit (429). */
   const refusedByAuthgate = (a: Decision) =>
     (a.status === 400 && (a.code === 'validation_failed' || a.code === 'bad_json')) ||

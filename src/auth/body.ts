@@ -194,6 +194,19 @@ function bodyReader(route: AuthRoute) {
       const parsed = kind === 'json' ? parseJson(raw) : parseForm(raw)
       if (!parsed.ok) return sendError(request, reply, 'bad_json', parsed.message)
       if (kind === 'json') {
+        // Go's decoder reads a top-level `null` into the request's struct as no field at all, and
+        // refuses any other value that is not an object: so does authgate. The bytes go on as sent.
+        if (parsed.value === null) {
+          request.body = {}
+          return
+        }
+        if (typeof parsed.value !== 'object' || Array.isArray(parsed.value))
+          return sendError(
+            request,
+            reply,
+            'bad_json',
+            `Could not parse request body as JSON: ${Array.isArray(parsed.value) ? 'an array' : `a ${typeof parsed.value}`} where an object is read`,
+          )
         const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
         if (unclear) return sendError(request, reply, unclear.code, unclear.message)
       }

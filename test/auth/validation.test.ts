@@ -31,7 +31,6 @@ const INVALID: Array<[string, string, string, string]> = [
     '{"password":"secret123","gotrue_meta_security":"token"}',
     'gotrue_meta_security not an object',
   ],
-  ['POST', '/auth/signup', '[{"password":"secret123"}]', 'an array where an object is expected'],
   ['POST', '/auth/token?grant_type=id_token', '{"id_token":"x","link_identity":"true"}', 'link_identity as a string'],
   ['POST', '/auth/otp', '{"email":"a@example.com","create_user":"false"}', 'create_user as a string (no coercion)'],
   ['POST', '/auth/otp', '{"email":"bad@"}', 'malformed e-mail on /otp'],
@@ -195,6 +194,13 @@ describe('content types and malformed bodies', () => {
       400,
       'bad_json',
     ],
+    ...['[]', '1', '"x"', 'true'].map((body): [string, Record<string, string>, string, number, string] => [
+      `the JSON value ${body}, not an object (Go's decoder refuses it)`,
+      { 'content-type': 'application/json' },
+      body,
+      400,
+      'bad_json',
+    ]),
     [
       'body over the limit',
       { 'content-type': 'application/json' },
@@ -226,6 +232,22 @@ describe('content types and malformed bodies', () => {
       assert.equal(h.backend.requests.length, 0)
     })
   }
+
+  test('a JSON null is read as no field at all, as Go reads it into a struct, and forwarded as sent', async () => {
+    for (const payload of ['null', ' null\n']) {
+      h.backend.requests.length = 0
+      const headers = { ...JSON_CT, authorization: 'Bearer a.b.c' }
+      const res = await h.app.inject({ method: 'PUT', url: '/auth/user', payload, headers })
+      const same = await h.app.inject({ method: 'PUT', url: '/auth/user', payload: '{}', headers })
+      assert.equal(res.statusCode, same.statusCode, res.body)
+      assert.equal(res.statusCode, 200, res.body)
+      assert.equal(h.backend.requests[0]?.body.toString(), payload)
+    }
+    // Where the route requires a field, its absence is what is refused, as with `{}`.
+    const res = await h.app.inject({ method: 'POST', url: '/auth/recover', payload: 'null', headers: JSON_CT })
+    assert.equal(res.statusCode, 400)
+    assert.equal(res.json().error_code, 'validation_failed')
+  })
 
   test('a bad_json message never repeats part of the body (a password could be in it)', async () => {
     const secret = 'Qz7xK9wP2vJ'
