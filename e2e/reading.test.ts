@@ -125,13 +125,29 @@ function takesStrings(s: Schema): boolean {
   return Array.isArray(s.anyOf) && (s.anyOf as Schema[]).some(takesStrings)
 }
 
+/** A value of a JSON type the field's schema does not admit (undefined where it names no type). */
+function otherTyped(s: Schema): unknown {
+  const types = new Set<string>()
+  const collect = (x: Schema): boolean => {
+    if (typeof x.type === 'string') types.add(x.type)
+    else if (Array.isArray(x.type)) for (const t of x.type as string[]) types.add(t)
+    else if (Array.isArray(x.anyOf)) return (x.anyOf as Schema[]).every(collect)
+    else return false
+    return true
+  }
+  if (!collect(s)) return undefined
+  if (!types.has('number') && !types.has('integer')) return 12345
+  if (!types.has('string')) return 'x'
+  return types.has('boolean') ? undefined : true
+}
+
 /** A key the backend gives to the field and authgate does not read as it: its upper-case form. */
 const folded = (field: string) => field.toUpperCase()
 
 describe('one reading of a request, the backend’s, field by field from the route table', () => {
   let stack: Stack
   let shared = ''
-  const counts = { folded: 0, empty: 0, null: 0, repeated: 0, nul: 0 }
+  const counts = { folded: 0, empty: 0, null: 0, repeated: 0, nul: 0, typed: 0, typedElsewhere: 0 }
   const limited: string[] = []
 
   before(async () => {
@@ -161,7 +177,7 @@ describe('one reading of a request, the backend’s, field by field from the rou
   after(async () => {
     if (unavailable === undefined)
       console.log(
-        `reading: ${counts.folded} case-folded keys refused, ${counts.empty} "" and ${counts.null} null fields and ${counts.repeated} repeated query parameters answered alike, ${counts.nul} NUL characters refused where Supabase Auth fails\n${limited.join('\n')}`,
+        `reading: ${counts.folded} case-folded keys refused, ${counts.empty} "" and ${counts.null} null fields, ${counts.typed} fields of another JSON type (${counts.typedElsewhere} more refused where Supabase Auth decides before decoding or does not decode the field) and ${counts.repeated} repeated query parameters answered alike, ${counts.nul} NUL characters refused where Supabase Auth fails\n${limited.join('\n')}`,
       )
     await stack?.stop()
   })
@@ -246,6 +262,37 @@ describe('one reading of a request, the backend’s, field by field from the rou
           assert.deepEqual(gated, straight, body)
           counts[spelling === '' ? 'empty' : 'null']++
         }
+      })
+    }
+  }
+
+  // A field of another JSON type fails Go's decoding before anything else is judged: Supabase Auth
+  // answers 400 bad_json (the OAuth token endpoint its invalid_request), and so must authgate.
+  for (const route of routes) {
+    const make = BASES[routeName(route)]
+    if (!make) continue
+    for (const [field, schema] of Object.entries(propertiesOf(route))) {
+      const wrong = otherTyped(schema)
+      if (wrong === undefined) continue
+      it(`${routeName(route)} ${field}: as ${JSON.stringify(wrong)}, another JSON type`, needsBackend, async () => {
+        const one = make()
+        const other = make()
+        const straight = await direct(route, one, JSON.stringify({ ...one.body, [field]: wrong }))
+        const gated = await through(route, other, JSON.stringify({ ...other.body, [field]: wrong }))
+        if (straight.status === 400 && (straight.code === 'bad_json' || straight.code === 'invalid_request')) {
+          assert.deepEqual(gated, straight, `${field}: ${JSON.stringify(wrong)}`)
+          counts.typed++
+          return
+        }
+        // Supabase Auth decided before decoding (a factor, an SSO provider, an OAuth client it does not
+        // find), or its struct does not decode the field (another grant's, the CAPTCHA's): authgate
+        // still refuses the value its schema does not admit.
+        assert.equal(gated.status, 400, `${field}: ${JSON.stringify(gated)}`)
+        assert.ok(
+          ['bad_json', 'validation_failed', 'invalid_request'].includes(gated.code as string),
+          String(gated.code),
+        )
+        counts.typedElsewhere++
       })
     }
   }

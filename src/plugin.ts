@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { backendAnswer } from './auth/backend-answers.ts'
+import { backendAnswer, decodingAnswer } from './auth/backend-answers.ts'
 import { readBodiesAsBytes } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
@@ -32,6 +32,7 @@ import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings, RATE_LIMITABLE_ROUTES } from './settings.ts'
 import { refuseUnknownOptions } from './config/known-options.ts'
 import { authValidatorCompiler } from './validation.ts'
+import { bodyTypeMismatch } from './auth/go-types.ts'
 import { mountConsentPage, parseConsentPagePath } from './auth/consent-page/index.ts'
 
 /** The core options the plugin itself uses; the service's own (port, timeouts of clients, health paths) are not read here. */
@@ -161,6 +162,19 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
   const route = request.routeOptions.config.authRoute
   const first = err.validation?.[0]
   if (route && first && err.validationContext === 'body') {
+    // A field of another JSON type fails Supabase Auth's decoding before anything else is judged.
+    const byQuery = route.decodedByQuery
+    const decoded = byQuery && byQuery.fields[(request.query as Record<string, string>)[byQuery.param] ?? '']
+    const mismatch = bodyTypeMismatch(route.body, request.body, byQuery ? (decoded ?? []) : undefined)
+    const decoding = mismatch && decodingAnswer(routeName(route))
+    if (decoding) return sendError(request, reply, decoding)
+    if (mismatch)
+      return sendError(
+        request,
+        reply,
+        'bad_json',
+        `Could not parse request body as JSON: cannot read ${mismatch.got === 'array' || mismatch.got === 'object' ? 'an' : 'a'} ${mismatch.got} as ${mismatch.path}, which is ${mismatch.want}`,
+      )
     const answer = backendAnswer(routeName(route), first as Parameters<typeof backendAnswer>[1], request.body)
     if (answer) return sendError(request, reply, answer)
   }

@@ -253,6 +253,15 @@ export function backendAnswer(route: RouteId, error: ErrorObject, body: unknown)
   return rule.pick ? rule.pick(record) : rule.answers[0]
 }
 
+/**
+ * Supabase Auth's answer to a body it cannot decode into the route's struct (a field of another JSON
+ * type, src/auth/go-types.ts), where it is not the generic 400 `bad_json`: the OAuth token endpoint
+ * answers in RFC 6749's shape.
+ */
+export function decodingAnswer(route: RouteId): BackendAnswer | undefined {
+  return route === 'POST /oauth/token' ? oauthBadJson : undefined
+}
+
 /** The answers a route can give in Supabase Auth's words, for its documentation. */
 export function answersOf(route: RouteId): BackendAnswer[] {
   return BACKEND_ANSWERS.filter((r) => r.route === route).flatMap((r) => r.answers)

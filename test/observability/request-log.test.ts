@@ -86,7 +86,12 @@ describe('request log lines', () => {
       { method: 'GET', url: '/auth/user', headers: { authorization: `Bearer ${S(17)}` } },
       // Rejected by authgate: the reason is logged, never the body.
       { method: 'POST', url: '/auth/signup', headers: json, payload: `{"email":"a@example.com","password":"${S(18)}"` },
-      { method: 'POST', url: '/auth/signup', headers: json, payload: `{"email":7,"password":"${S(19)}"}` },
+      {
+        method: 'POST',
+        url: '/auth/signup',
+        headers: json,
+        payload: `{"email":"not-an-address","password":"${S(19)}"}`,
+      },
     ] as const
     for (const r of requests) await app.inject(r as unknown as InjectOptions)
     const text = logs.raw()

@@ -118,6 +118,17 @@ export const coreRoutes = withDefaults(CORE, [
         },
       },
     ],
+    // Each grant type's own struct (the JSON names of its fields); the others' fields are not read.
+    decodedByQuery: {
+      param: 'grant_type',
+      fields: {
+        password: ['email', 'phone', 'password'],
+        refresh_token: ['refresh_token'],
+        pkce: ['auth_code', 'code_verifier'],
+        id_token: ['id_token', 'access_token', 'nonce', 'provider', 'client_id', 'issuer', 'link_identity'],
+        web3: ['message', 'signature', 'chain'],
+      },
+    },
     oauthErrors: true,
     errors: {
       400: [

@@ -151,6 +151,11 @@ export interface AuthRoute {
    * Auth's words, and stated in the route's description.
    */
   requiredByQuery?: readonly QueryRequirement[]
+  /**
+   * The body fields Supabase Auth decodes, by a query value (`/token`: one struct per grant type):
+   * a field of another JSON type fails its decoding only among these (src/auth/go-types.ts).
+   */
+  decodedByQuery?: { param: string; fields: Readonly<Record<string, readonly string[]>> }
 }
 
 /** With `?<param>=<value>` (its first value, as Supabase Auth reads it), `fields` must be non-empty strings. */
