@@ -4,7 +4,8 @@ import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
 import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
 import { backendValues } from './go-values.ts'
-import type { AuthRoute } from './routes/index.ts'
+import { decodingAnswer } from './backend-answers.ts'
+import { routeName, type AuthRoute } from './routes/index.ts'
 import { withoutNulls } from './types/nullable.ts'
 import { holdsNul, withoutEmpty } from './types/presence.ts'
 
@@ -200,13 +201,16 @@ function bodyReader(route: AuthRoute) {
           request.body = {}
           return
         }
-        if (typeof parsed.value !== 'object' || Array.isArray(parsed.value))
+        if (typeof parsed.value !== 'object' || Array.isArray(parsed.value)) {
+          const decoding = decodingAnswer(routeName(route))
+          if (decoding) return sendError(request, reply, decoding)
           return sendError(
             request,
             reply,
             'bad_json',
             `Could not parse request body as JSON: ${Array.isArray(parsed.value) ? 'an array' : `a ${typeof parsed.value}`} where an object is read`,
           )
+        }
         const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
         if (unclear) return sendError(request, reply, unclear.code, unclear.message)
       }

@@ -450,6 +450,14 @@ export const OAUTH_ANSWER_CASES: OAuthAnswerCase[] = [
   { body: '{"grant_type":null}', json: true, error: 'invalid_request', description: 'grant_type is required' },
   { body: '{"grant_type":7}', json: true, error: 'invalid_request', description: 'Invalid JSON body' },
   {
+    body: '{"grant_type":"authorization_code","code":7}',
+    json: true,
+    error: 'invalid_request',
+    description: 'Invalid JSON body',
+  },
+  { body: '[]', json: true, error: 'invalid_request', description: 'Invalid JSON body' },
+  { body: 'null', json: true, error: 'invalid_request', description: 'grant_type is required' },
+  {
     body: '{"grant_type":"client_credentials"}',
     json: true,
     error: 'unsupported_grant_type',
