@@ -164,8 +164,10 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
   if (route && first && err.validationContext === 'body') {
     // A field of another JSON type fails Supabase Auth's decoding before anything else is judged.
     const byQuery = route.decodedByQuery
-    const decoded = byQuery && byQuery.fields[(request.query as Record<string, string>)[byQuery.param] ?? '']
-    const mismatch = bodyTypeMismatch(route.body, request.body, byQuery ? (decoded ?? []) : undefined)
+    // The query value names a struct only when the table has it (`?grant_type=constructor` names none).
+    const value = byQuery && (request.query as Record<string, string | undefined>)[byQuery.param]
+    const decoded = byQuery && value !== undefined && Object.hasOwn(byQuery.fields, value) ? byQuery.fields[value] : []
+    const mismatch = bodyTypeMismatch(route.body, request.body, byQuery ? decoded : undefined)
     const decoding = mismatch && decodingAnswer(routeName(route))
     if (decoding) return sendError(request, reply, decoding)
     if (mismatch)

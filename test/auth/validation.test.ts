@@ -98,6 +98,33 @@ describe('a field of another JSON type: 400 bad_json, as Supabase Auth decodes i
   }
 })
 
+describe('/token: a field of another JSON type counts only in the grant that reads it', () => {
+  let h: Harness
+  before(async () => {
+    h = await withFakeBackend()
+  })
+  after(() => h.close())
+
+  for (const [query, body, code] of [
+    ['grant_type=password', '{"email":1,"password":"x"}', 'bad_json'],
+    // The password grant's struct has no refresh_token: the validator's refusal, not the decoder's.
+    ['grant_type=password', '{"email":"a@example.com","password":"x","refresh_token":1}', 'validation_failed'],
+    ['grant_type=refresh_token', '{"refresh_token":1}', 'bad_json'],
+    // A grant the table does not name (nor an inherited property of it) decodes nothing.
+    ['grant_type=constructor', '{"email":1}', 'validation_failed'],
+    ['grant_type=__proto__', '{"email":1}', 'validation_failed'],
+    ['', '{"email":1}', 'validation_failed'],
+  ] as const) {
+    test(`?${query} ${body} → 400 ${code}`, async () => {
+      h.backend.requests.length = 0
+      const res = await h.app.inject({ method: 'POST', url: `/auth/token?${query}`, payload: body, headers: JSON_CT })
+      assert.equal(res.statusCode, 400, res.body)
+      assert.equal(res.json().error_code, code, res.body)
+      assert.equal(h.backend.requests.length, 0)
+    })
+  }
+})
+
 describe('validation failures get 400 validation_failed and reach nothing', () => {
   let h: Harness
   before(async () => {
