@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { backendAnswer, decodingAnswer } from './auth/backend-answers.ts'
-import { readBodiesAsBytes } from './auth/body.ts'
+import { backendAnswer } from './auth/backend-answers.ts'
+import { readBodiesAsBytes, refuseUndecodable } from './auth/body.ts'
 import { mountAuthRoutes, mountRootAliases, mountSessionRoute, unrouted } from './auth/mount.ts'
 import { enabledRoutes, routeName } from './auth/routes/index.ts'
 import {
@@ -32,7 +32,7 @@ import type { SessionStore } from './sessions/store.ts'
 import { loadRateLimitSettings, RATE_LIMITABLE_ROUTES } from './settings.ts'
 import { refuseUnknownOptions } from './config/known-options.ts'
 import { authValidatorCompiler } from './validation.ts'
-import { bodyTypeMismatch } from './auth/go-types.ts'
+import { requestTypeMismatch } from './auth/go-types.ts'
 import { mountConsentPage, parseConsentPagePath } from './auth/consent-page/index.ts'
 
 /** The core options the plugin itself uses; the service's own (port, timeouts of clients, health paths) are not read here. */
@@ -163,20 +163,8 @@ function authErrorHandler(err: FastifyError | AuthgateError, request: FastifyReq
   const first = err.validation?.[0]
   if (route && first && err.validationContext === 'body') {
     // A field of another JSON type fails Supabase Auth's decoding before anything else is judged.
-    const byQuery = route.decodedByQuery
-    // The query value names a struct only when the table has it (`?grant_type=constructor` names none).
-    const value = byQuery && (request.query as Record<string, string | undefined>)[byQuery.param]
-    const decoded = byQuery && value !== undefined && Object.hasOwn(byQuery.fields, value) ? byQuery.fields[value] : []
-    const mismatch = bodyTypeMismatch(route.body, request.body, byQuery ? decoded : undefined)
-    const decoding = mismatch && decodingAnswer(routeName(route))
-    if (decoding) return sendError(request, reply, decoding)
-    if (mismatch)
-      return sendError(
-        request,
-        reply,
-        'bad_json',
-        `Could not parse request body as JSON: cannot read ${mismatch.got === 'array' || mismatch.got === 'object' ? 'an' : 'a'} ${mismatch.got} as ${mismatch.path}, which is ${mismatch.want}`,
-      )
+    const mismatch = requestTypeMismatch(route, request.body, request.query)
+    if (mismatch) return refuseUndecodable(request, reply, route, mismatch)
     const answer = backendAnswer(routeName(route), first as Parameters<typeof backendAnswer>[1], request.body)
     if (answer) return sendError(request, reply, answer)
   }

@@ -5,6 +5,7 @@ import { sendError } from '../errors.ts'
 import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
 import { backendValues } from './go-values.ts'
 import { decodingAnswer } from './backend-answers.ts'
+import { mismatchDetail, typeMismatch, type TypeMismatch } from './go-types.ts'
 import { routeName, type AuthRoute } from './routes/index.ts'
 import { withoutNulls } from './types/nullable.ts'
 import { holdsNul, withoutEmpty } from './types/presence.ts'
@@ -117,6 +118,17 @@ export function parseJson(buf: Buffer): ParseResult {
   }
 }
 
+/**
+ * A body Supabase Auth's decoder cannot read into the route's struct (src/auth/go-types.ts): its
+ * own answer where the route has one (the OAuth shape on `/oauth/token`), else 400 `bad_json` in its
+ * words.
+ */
+export function refuseUndecodable(request: FastifyRequest, reply: FastifyReply, route: AuthRoute, m: TypeMismatch) {
+  const answer = decodingAnswer(routeName(route))
+  if (answer) return sendError(request, reply, answer)
+  return sendError(request, reply, 'bad_json', `Could not parse request body as JSON: ${mismatchDetail(m)}`)
+}
+
 /** Form fields as the backend reads them (Go's FormValue: the first value of a repeated key). */
 export function parseForm(buf: Buffer): ParseResult {
   if (!isUtf8(buf)) return { ok: false, message: 'Request body is not valid UTF-8' }
@@ -201,16 +213,8 @@ function bodyReader(route: AuthRoute) {
           request.body = {}
           return
         }
-        if (typeof parsed.value !== 'object' || Array.isArray(parsed.value)) {
-          const decoding = decodingAnswer(routeName(route))
-          if (decoding) return sendError(request, reply, decoding)
-          return sendError(
-            request,
-            reply,
-            'bad_json',
-            `Could not parse request body as JSON: ${Array.isArray(parsed.value) ? 'an array' : `a ${typeof parsed.value}`} where an object is read`,
-          )
-        }
+        if (typeof parsed.value !== 'object' || Array.isArray(parsed.value))
+          return refuseUndecodable(request, reply, route, typeMismatch(route.body, parsed.value)!)
         const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
         if (unclear) return sendError(request, reply, unclear.code, unclear.message)
       }

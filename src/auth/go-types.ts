@@ -1,4 +1,5 @@
 import { isRecord } from '../core/is-record.ts'
+import type { AuthRoute } from './routes/entry.ts'
 
 /**
  * A value of a JSON type that the route's schema does not admit where it stands: Supabase Auth's
@@ -103,4 +104,27 @@ export function typeMismatch(schema: unknown, value: unknown, path = 'body'): Ty
     }
   }
   return undefined
+}
+
+/**
+ * The mismatch a request's body holds for Supabase Auth's decoder: among the fields the route's
+ * struct decodes, which on a route whose struct a query value chooses (`/token`'s `grant_type`) are
+ * those the table lists for that value, and none for a value it does not name.
+ */
+export function requestTypeMismatch(
+  route: Pick<AuthRoute, 'body' | 'decodedByQuery'>,
+  body: unknown,
+  query: unknown,
+): TypeMismatch | undefined {
+  const byQuery = route.decodedByQuery
+  if (byQuery === undefined) return bodyTypeMismatch(route.body, body)
+  // Own entries only: `?grant_type=constructor` names no struct.
+  const value = isRecord(query) ? query[byQuery.param] : undefined
+  const decoded = typeof value === 'string' && Object.hasOwn(byQuery.fields, value) ? byQuery.fields[value] : []
+  return bodyTypeMismatch(route.body, body, decoded)
+}
+
+/** What the decoder could not read, after Supabase Auth's "Could not parse request body as JSON: ". */
+export function mismatchDetail(m: TypeMismatch): string {
+  return `cannot read ${m.got === 'array' || m.got === 'object' ? 'an' : 'a'} ${m.got} as ${m.path}, which is ${m.want}`
 }
