@@ -263,7 +263,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     let stop: (() => Promise<void>) | undefined
     // onReady, not onListen: listen() resolves only once the metrics listener is up too.
     app.addHook('onReady', async () => {
-      const started = await startMetricsServer(scrape, { port, host: config.host, path })
+      const started = await startMetricsServer(scrape, { port, host: config.metricsHost, path })
       stop = started.close
       metricsPort = started.port
     })
