@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict'
+import cluster from 'node:cluster'
+import { EventEmitter } from 'node:events'
 import { describe, it } from 'node:test'
-import { Registry } from 'prom-client'
-import { SCRAPE_REUSE_MS, sharedCollection, WorkerMetrics } from '../../src/observability/cluster-metrics.ts'
+import { Counter, Registry } from 'prom-client'
+import {
+  SCRAPE_REUSE_MS,
+  servePrimaryMetrics,
+  sharedCollection,
+  WorkerMetrics,
+} from '../../src/observability/cluster-metrics.ts'
 
 /** A collection that ends when the test says so, counting how often it was started. */
 function controlledCollection() {
@@ -68,5 +75,43 @@ describe('WorkerMetrics', () => {
     assert.equal(scrapes.length, 1)
     process.emit('message', { authgate: 'metrics-scraped', id: scrapes[0]!.id, text: 'all workers' }, undefined)
     assert.deepEqual(new Set(await Promise.all(flood)), new Set(['all workers']))
+  })
+})
+
+describe('servePrimaryMetrics', () => {
+  it('answers every worker’s concurrent scrapes with one collection from the workers', async (t) => {
+    const toWorker: { authgate: string; id: number; text?: string }[] = []
+    const worker = Object.assign(new EventEmitter(), {
+      id: 9001,
+      isConnected: () => true,
+      send: (message: { authgate: string; id: number; text?: string }) => {
+        toWorker.push(message)
+        return true
+      },
+    })
+    const workers = cluster.workers as Record<string, unknown>
+    workers[worker.id] = worker
+    t.after(() => delete workers[worker.id])
+    servePrimaryMetrics()
+    for (let id = 1; id <= 50; id++) cluster.emit('message', worker, { authgate: 'metrics-scrape', id })
+    // The scrapes are taken up in a later turn than the messages that brought them (rate-limit takes first).
+    assert.equal(toWorker.length, 0)
+    await new Promise((r) => setImmediate(r))
+    const collects = toWorker.filter((m) => m.authgate === 'metrics-collect')
+    assert.equal(collects.length, 1)
+    const registry = new Registry()
+    new Counter({ name: 'demo_total', help: 'a counter', registers: [registry] }).inc(3)
+    cluster.emit('message', worker, {
+      authgate: 'metrics-collected',
+      id: collects[0]!.id,
+      metrics: await registry.getMetricsAsJSON(),
+    })
+    const deadline = Date.now() + 10_000
+    while (toWorker.filter((m) => m.authgate === 'metrics-scraped').length < 50 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5))
+    const answers = toWorker.filter((m) => m.authgate === 'metrics-scraped')
+    assert.equal(answers.length, 50)
+    assert.ok(answers.every((a) => /^demo_total 3$/m.test(a.text ?? '')))
+    assert.equal(toWorker.filter((m) => m.authgate === 'metrics-collect').length, 1)
   })
 })
