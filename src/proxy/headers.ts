@@ -38,7 +38,7 @@ export const CLIENT_ADDRESS_HEADERS = [
   'fly-client-ip', // Fly.io
   'fastly-client-ip', // Fastly
   'x-cluster-client-ip', // Rackspace, Riverbed
-  'x-original-forwarded-for', // ingress-nginx, Azure Front Door
+  'x-original-forwarded-for', // ingress-nginx (the X-Forwarded-For it received)
   'x-proxyuser-ip', // Google services
   'client-ip', // old proxies
   'x-envoy-external-address', // Envoy
