@@ -15,6 +15,7 @@ const EMAIL = 'limited@example.com'
 const PASSWORD = 'correct-horse-battery-5'
 const CLIENT_IP = '198.51.100.23'
 const OTHER_CLIENT_IP = '198.51.100.77'
+const PORTED_CLIENT_IP = '198.51.100.88'
 // The left-most entry is what Supabase Auth would pick from a raw header; a client can write it.
 const SPOOFED_IP = '203.0.113.9'
 
@@ -99,6 +100,18 @@ describe('rate limiting and client IP in front of the real backend (authgate as 
       assert.equal(response.status, 200)
       const session = (await response.json()) as { access_token: string }
       assert.equal(await sessionIp(session.access_token), CLIENT_IP)
+    },
+  )
+
+  it(
+    'a proxy that writes the client with its port (Azure Application Gateway): Supabase Auth records the address',
+    needsBackend,
+    async () => {
+      // Go's net.ParseIP refuses `IP:port`: Supabase Auth would record authgate's own address.
+      const response = await signIn(`${SPOOFED_IP}, ${PORTED_CLIENT_IP}:40000`)
+      assert.equal(response.status, 200)
+      const session = (await response.json()) as { access_token: string }
+      assert.equal(await sessionIp(session.access_token), PORTED_CLIENT_IP)
     },
   )
 

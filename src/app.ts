@@ -19,7 +19,7 @@ import { AuthgateLogController } from './observability/log-controller.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
 import { WorkerMetrics } from './observability/cluster-metrics.ts'
 import { createMetrics, metricsHandler, startMetricsServer, type AppMetrics } from './observability/metrics.ts'
-import { newRequestId, requestIdGenerator } from './observability/request-id.ts'
+import { newRequestId, requestIdGenerator, trustedProxyRule } from './observability/request-id.ts'
 import { logEarlyAnswer, registerRequestLog } from './observability/request-log.ts'
 import type { RouteSeries } from './observability/request-series.ts'
 import { registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './docs-server/index.ts'
@@ -142,8 +142,9 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
     genReqId: requestIdGenerator(config.requestIdHeader, config.trustedProxies),
     // Malformed requests and slow clients: authgate's error body, `Connection: close`, a log line.
     clientErrorHandler: createClientErrorHandler(config.requestIdHeader),
-    // The client IP the forwarder sends and the limiter keys on is Fastify's `request.ip`.
-    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
+    // The client IP the forwarder sends and the limiter keys on comes from Fastify's `request.ips`
+    // (src/proxy/client-ip.ts); each address is judged on its normalised form (`IP:port` too).
+    trustProxy: config.trustedProxies.length > 0 ? trustedProxyRule(config.trustedProxies) : false,
     // Raw request targets stay raw: no slash merging, no trailing-slash aliasing of backend paths;
     // passkey ids can be long.
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: 500 },
@@ -262,7 +263,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     let stop: (() => Promise<void>) | undefined
     // onReady, not onListen: listen() resolves only once the metrics listener is up too.
     app.addHook('onReady', async () => {
-      const started = await startMetricsServer(scrape, { port, host: config.host, path })
+      const started = await startMetricsServer(scrape, { port, host: config.metricsHost, path })
       stop = started.close
       metricsPort = started.port
     })

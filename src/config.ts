@@ -90,6 +90,8 @@ export interface CoreConfig {
   metricsPath: string | false
   /** Serve the metrics on their own listener on this port instead of the main one. */
   metricsPort: number | undefined
+  /** The address the metrics listener binds (with `metricsPort`): loopback unless opened on purpose. */
+  metricsHost: string
   livenessPath: string | false
   readinessPath: string | false
   /** Readiness is also false while Supabase Auth or Redis is down (off by default: docs/decisions.md, D24). */
@@ -143,6 +145,7 @@ const CORE_SETTINGS: { readonly [K in keyof CoreConfig]-?: CoreSetting<CoreConfi
   clientIpHeader: { variable: 'AUTHGATE_CLIENT_IP_HEADER', value: textWith(parseHeaderName) },
   metricsPath: { variable: 'AUTHGATE_METRICS_PATH', value: pathOrOff },
   metricsPort: { variable: 'AUTHGATE_METRICS_PORT', value: integer(0, 65535), optional: true },
+  metricsHost: { variable: 'AUTHGATE_METRICS_HOST', value: textWith(parseHost) },
   livenessPath: { variable: 'AUTHGATE_LIVENESS_PATH', value: pathOrOff },
   readinessPath: { variable: 'AUTHGATE_READINESS_PATH', value: pathOrOff },
   shutdownTimeoutMs: { variable: 'AUTHGATE_SHUTDOWN_TIMEOUT', value: duration() },

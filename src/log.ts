@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { redactUrl } from './observability/redact.ts'
+import { clientIp } from './proxy/client-ip.ts'
 
 /**
  * Requests in log lines (Fastify's error lines): the query is kept with its secrets redacted —
@@ -9,6 +10,6 @@ export function requestSerializer(req: FastifyRequest) {
   return {
     method: req.method,
     url: redactUrl(req.url ?? ''),
-    remoteAddress: req.ip,
+    remoteAddress: clientIp(req),
   }
 }

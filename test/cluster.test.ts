@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import { adoptPrimarySecret, WORKER_ACCOUNT_SECRET, workerEnvFor } from '../src/cluster.ts'
 import { AuthgateConfigError } from '../src/config.ts'
 import { loadAccountLimits } from '../src/ratelimit/abuse-config.ts'
+import { SCRAPE_REUSE_MS } from '../src/observability/cluster-metrics.ts'
 import { loadWorkerCount as workerCount } from '../src/settings.ts'
 import { startFakeBackend, type FakeBackend } from './support/fake-backend.ts'
 
@@ -265,6 +266,8 @@ describe('two workers, one scrape', () => {
         assert.equal(total(text, 'authgate_dependency_up', { dependency: 'supabase_auth' }), 1, 'up is not summed')
       }
       assert.deepEqual(seen, [4, 4, 4, 4], 'every scrape counts the requests of both workers')
+      // One collection answers the scrapes of the next second (SCRAPE_REUSE_MS): a later one counts the scrapes above.
+      await new Promise((r) => setTimeout(r, SCRAPE_REUSE_MS + 100))
       const metricsScrapes = total(await scrape(port), 'authgate_http_requests_total', { route: '/metrics' })
       assert.ok(metricsScrapes >= 4, `scrapes counted on both workers: ${metricsScrapes}`)
 

@@ -168,7 +168,14 @@ export const SETTINGS: readonly Setting[] = [
     name: 'AUTHGATE_METRICS_PORT',
     group: 'Observability',
     defaultText: 'none (the main port)',
-    meaning: 'serve the metrics on this port only (same host), not on the public one',
+    meaning: 'serve the metrics on this port only, not on the public one',
+  },
+  {
+    name: 'AUTHGATE_METRICS_HOST',
+    group: 'Observability',
+    default: '127.0.0.1',
+    meaning:
+      'the address the `AUTHGATE_METRICS_PORT` listener binds: loopback by default; `0.0.0.0` (or the pod/container address) for a Prometheus on another host, with that port kept off the public network',
   },
   {
     name: 'AUTHGATE_LIVENESS_PATH',

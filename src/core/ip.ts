@@ -45,3 +45,27 @@ export function isIPv4Address(text: string): boolean {
   }
   return parts === 4
 }
+
+/**
+ * The eight 16-bit groups of a valid IPv6 address (`::` and an embedded IPv4 tail resolved). The
+ * caller has checked the text with `net.isIPv6` and taken off any zone id.
+ */
+export function ipv6Groups(address: string): number[] {
+  let text = address
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text)
+  if (v4) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number]
+    text = text.slice(0, v4.index) + ((a << 8) | b).toString(16) + ':' + ((c << 8) | d).toString(16)
+  }
+  const [head = '', tail] = text.split('::')
+  const parse = (s: string) => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)))
+  const left = parse(head)
+  const right = tail === undefined ? [] : parse(tail)
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right]
+}
+
+/** The IPv4 address an IPv4-mapped IPv6 address (`::ffff:0:0/96`) stands for, from its groups; else undefined. */
+export function mappedIPv4(groups: readonly number[]): string | undefined {
+  if (!groups.slice(0, 5).every((g) => g === 0) || groups[5] !== 0xffff) return undefined
+  return `${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.${groups[7]! & 0xff}`
+}

@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { unmapIPv4 } from '../core/ip.ts'
+import { normaliseAddress } from '../core/client-address.ts'
+import { isIPv4Address } from '../core/ip.ts'
 import type { EarlyDecider, EarlyRefusal } from '../ratelimit/index.ts'
 
 export interface EarlyRoute {
@@ -57,7 +58,8 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
     // Without Host (HTTP/1.1), Fastify's hook answers 400: left to it, as is a closed socket.
     if (address === undefined || req.headers.host === undefined) return fastify(req, res)
     const startedAt = performance.now()
-    const ip = unmapIPv4(address)
+    // Normalised as `clientIp` normalises it (a socket's IPv6 may carry a zone id).
+    const ip = isIPv4Address(address) ? address : (normaliseAddress(address) ?? address)
     const refusal = route.decide(req, ip)
     if (refusal === undefined) return fastify(req, res)
     const id = options.requestId(req)

@@ -45,6 +45,41 @@ export interface MetricsSource {
 const TIMEOUT_MS = 5000
 
 /**
+ * How long one collection answers further scrapes. Prometheus scrapes every 15 s or so; a flood of
+ * scrapes (the metrics path is unauthenticated) then costs one collection a second, however many.
+ */
+export const SCRAPE_REUSE_MS = 1000
+
+/**
+ * `collect` shared: calls while a collection runs get its answer, and so do calls within `reuseMs`
+ * after it ended. A failed collection is not reused: the next call collects again.
+ */
+export function sharedCollection(
+  collect: () => Promise<string>,
+  reuseMs = SCRAPE_REUSE_MS,
+  now: () => number = () => performance.now(),
+): () => Promise<string> {
+  let current: Promise<string> | undefined
+  // While a collection runs, Infinity; once it ended, when its answer stops being reused.
+  let reusableUntil = 0
+  return () => {
+    if (current !== undefined && now() < reusableUntil) return current
+    const collection = collect()
+    current = collection
+    reusableUntil = Infinity
+    collection.then(
+      () => {
+        if (current === collection) reusableUntil = now() + reuseMs
+      },
+      () => {
+        if (current === collection) current = undefined
+      },
+    )
+    return collection
+  }
+}
+
+/**
  * In a worker: answers the primary's collection requests with this registry, and answers scrapes
  * with the whole cluster's metrics (from the primary).
  */
@@ -52,6 +87,8 @@ export class WorkerMetrics implements MetricsSource {
   readonly #registry: Registry
   readonly #pending = new Map<number, (reply: ScrapeReply) => void>()
   #nextId = 1
+  // Concurrent scrapes of this worker ask the primary once (SCRAPE_REUSE_MS).
+  readonly #scrape = sharedCollection(() => this.#askPrimary())
   readonly #onMessage = (message: unknown) => {
     const k = kind(message)
     if (k === 'metrics-collect') {
@@ -76,6 +113,10 @@ export class WorkerMetrics implements MetricsSource {
   }
 
   metrics(): Promise<string> {
+    return this.#scrape()
+  }
+
+  #askPrimary(): Promise<string> {
     return new Promise((resolve, reject) => {
       const id = this.#nextId++
       const timer = setTimeout(() => {
@@ -136,13 +177,24 @@ export function servePrimaryMetrics(): { collect(): Promise<string> } {
       worker.send({ authgate: 'metrics-collect', id } satisfies CollectRequest)
     })
 
-  const collect = async (): Promise<string> => {
+  // Every worker's scrapes share one collection (SCRAPE_REUSE_MS): the primary also answers the
+  // workers' rate-limit takes, which must not queue behind a collection per scrape.
+  const collect = sharedCollection(async (): Promise<string> => {
     const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w?.isConnected() === true)
     await Promise.all(workers.map(collectFrom))
     const all = [...last.values(), ...retired].filter((m) => m.length > 0)
+    // A turn of its own: takes that arrived with the last worker's answer are answered first.
+    await new Promise((resolve) => setImmediate(resolve))
     return AggregatorRegistry.aggregate(all).metrics()
-  }
+  })
 
+  const scrape = (worker: Worker, id: number) =>
+    collect().then(
+      (text) => worker.isConnected() && worker.send({ authgate: 'metrics-scraped', id, text } satisfies ScrapeReply),
+      (err: unknown) =>
+        worker.isConnected() &&
+        worker.send({ authgate: 'metrics-scraped', id, error: String(err) } satisfies ScrapeReply),
+    )
   cluster.on('message', (worker: Worker, message: unknown) => {
     const k = kind(message)
     if (k === 'metrics-collected') {
@@ -151,12 +203,8 @@ export function servePrimaryMetrics(): { collect(): Promise<string> } {
       if (p?.worker === worker.id) p.resolve(reply.metrics)
     } else if (k === 'metrics-scrape') {
       const { id } = message as ScrapeRequest
-      collect().then(
-        (text) => worker.isConnected() && worker.send({ authgate: 'metrics-scraped', id, text } satisfies ScrapeReply),
-        (err: unknown) =>
-          worker.isConnected() &&
-          worker.send({ authgate: 'metrics-scraped', id, error: String(err) } satisfies ScrapeReply),
-      )
+      // After this turn: rate-limit takes read from the channels with it are answered first.
+      setImmediate(scrape, worker, id)
     }
   })
   cluster.on('exit', (worker: Worker) => {

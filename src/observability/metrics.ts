@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { unreadableAddresses } from '../core/client-address.ts'
 import type { RateLimiter } from '../ratelimit/index.ts'
 import type { BackendExchange } from '../core/backend-timing.ts'
 import type { MetricsSource } from './cluster-metrics.ts'
@@ -113,6 +114,21 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
       collect() {
         this.inc(connectionLimit.dropped - seen)
         seen = connectionLimit.dropped
+      },
+    })
+  }
+
+  {
+    // Counted per process where the address is derived (src/core/client-address.ts); from this
+    // registry's start.
+    let seen = unreadableAddresses.count
+    new Counter({
+      name: 'authgate_client_address_unreadable_total',
+      help: 'Forwarded client addresses that were no IP address (after dropping ports, brackets, zone ids): the trusted proxy’s own address stood in for them',
+      registers: [registry],
+      collect() {
+        this.inc(unreadableAddresses.count - seen)
+        seen = unreadableAddresses.count
       },
     })
   }

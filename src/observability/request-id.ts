@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { BlockList, isIPv4, isIPv6 } from 'node:net'
 import { AuthgateConfigError } from '../config/env.ts'
+import { trustRule } from '../core/client-address.ts'
 import { unmapIPv4 } from '../core/ip.ts'
 
 /** What an accepted incoming id may look like: printable, no spaces, bounded (it goes into logs and headers). */
@@ -41,6 +42,16 @@ export function peerIsTrusted(peers: BlockList, address: string | undefined): bo
   const plain = unmapIPv4(address)
   if (plain !== address) return peers.check(plain, 'ipv4') || peers.check(address, 'ipv6')
   return peers.check(address, isIPv4(address) ? 'ipv4' : 'ipv6')
+}
+
+/**
+ * AUTHGATE_TRUSTED_PROXIES as Fastify's `trustProxy` function and the socket handshake's trust
+ * rule: an address in any form a proxy writes (`IP:port`, `[v6]:port`, a zone id) is judged on
+ * its normalised form.
+ */
+export function trustedProxyRule(cidrs: readonly string[]): (address: string) => boolean {
+  const peers = trustedPeers(cidrs)
+  return trustRule((address) => peerIsTrusted(peers, address))
 }
 
 /**

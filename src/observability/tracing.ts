@@ -3,6 +3,7 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { attachSpan, spanOf, type BackendTracer } from '../core/trace-event.ts'
 import { peerIsTrusted, trustedPeers } from './request-id.ts'
+import { clientIp } from '../proxy/client-ip.ts'
 
 /**
  * OpenTelemetry traces, off unless AUTHGATE_TRACING=otlp: a server span per request that reaches
@@ -66,7 +67,7 @@ export async function installTracing(app: FastifyInstance, options: TracingOptio
           'http.request.method': request.method,
           ...(route === undefined ? {} : { 'http.route': route }),
           'authgate.request_id': request.id,
-          'client.address': request.ip,
+          'client.address': clientIp(request),
         },
       },
       parent,

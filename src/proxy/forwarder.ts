@@ -190,7 +190,8 @@ export class Forwarder {
     if (trace !== undefined) headers = { ...headers, ...trace }
     return outboundRequestHeaders(request.raw.rawHeaders, request.headers, {
       identity: this.#backend.identityHeaders({ clientIp: clientIp(request), requestId: request.id }),
-      host: request.headers.host,
+      // A trusted proxy's X-Forwarded-Host/-Proto, else authgate's own view (Fastify's trustProxy rule).
+      host: request.host,
       proto: request.protocol,
       ownCookies: this.#ownCookies,
       replaced: headers

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import { withoutCookie } from '../core/cookie-pairs.ts'
 
 /**
@@ -20,28 +20,83 @@ export const HOP_BY_HOP = new Set([
 ])
 
 /**
+ * Headers that carry a client's address from a gateway or CDN to what is behind it. The client
+ * address is authgate's alone (docs/decisions.md, D4, D140): none of these is passed on from
+ * anyone, a trusted proxy included (a proxy hands on its client's own copies of the ones it does not
+ * set itself), and Supabase Auth gets the one address authgate derived, in `X-Forwarded-For` and the
+ * configured AUTHGATE_CLIENT_IP_HEADER. The operator's GOTRUE_RATE_LIMIT_HEADER names one of these
+ * or that header, so a client cannot choose the key Supabase Auth limits by.
+ */
+export const CLIENT_ADDRESS_HEADERS = [
+  'x-forwarded-for', // the de-facto standard: authgate reads it (through trusted proxies) and sets it
+  'forwarded', // RFC 7239
+  'x-real-ip', // nginx
+  'true-client-ip', // Akamai, Cloudflare Enterprise
+  'cf-connecting-ip', // Cloudflare
+  'cf-connecting-ipv6', // Cloudflare (pseudo-IPv4)
+  'x-client-ip', // Apache httpd, many frameworks' fallback
+  'fly-client-ip', // Fly.io
+  'fastly-client-ip', // Fastly
+  'x-cluster-client-ip', // Rackspace, Riverbed
+  'x-original-forwarded-for', // ingress-nginx (the X-Forwarded-For it received)
+  'x-proxyuser-ip', // Google services
+  'client-ip', // old proxies
+  'x-envoy-external-address', // Envoy
+  'x-azure-clientip', // Azure Front Door
+  'x-azure-socketip', // Azure Front Door
+  'x-appengine-user-ip', // Google App Engine
+  'do-connecting-ip', // DigitalOcean App Platform
+  'x-forwarded', // pre-RFC 7239 `X-Forwarded: for=…`
+  'forwarded-for', // pre-RFC 7239
+  'sb-forwarded-for', // Supabase's own: Supabase Auth prefers it over everything (authgate sets it when configured)
+]
+
+/**
  * Request headers the gateway replaces or removes besides hop-by-hop ones:
  * - host, content-length: set for the backend connection and the exact body sent;
  * - expect: the gateway has already read the body (undici also refuses it);
- * - x-forwarded-*, forwarded, x-real-ip: a client could spoof its identity or the link host
- *   (one derived client IP is sent instead: docs/decisions.md, D4);
- * - sb-forwarded-for: Supabase Auth would prefer it over everything for client IP and rate limits
- *   (authgate sets it itself when configured to carry the client IP in it);
+ * - every client-address header (CLIENT_ADDRESS_HEADERS): authgate sends its own;
+ * - x-forwarded-host, -proto, -port: set by authgate from its own view or a trusted proxy's (D4);
  * - x-jwt-aud: changes the audience Supabase Auth resolves users in (it is read from the request by Supabase Auth).
  */
 export const STRIPPED_REQUEST = new Set([
   'host',
   'content-length',
   'expect',
-  'x-forwarded-for',
+  ...CLIENT_ADDRESS_HEADERS,
   'x-forwarded-host',
   'x-forwarded-proto',
   'x-forwarded-port',
-  'forwarded',
-  'x-real-ip',
-  'sb-forwarded-for',
   'x-jwt-aud',
 ])
+
+/** The last entry of a header a proxy may have appended to (`a, b` → `b`), as Fastify reads it. */
+function lastEntry(value: string | string[] | undefined): string | undefined {
+  const text = Array.isArray(value) ? value.at(-1) : value
+  if (text === undefined || text === '') return undefined
+  return text.slice(text.lastIndexOf(',') + 1).trim()
+}
+
+/**
+ * The host and scheme a request was addressed to, for `X-Forwarded-Host` and `X-Forwarded-Proto`
+ * upstream, by Fastify's rule for `request.host` and `request.protocol` (trustProxy): a trusted
+ * proxy's `X-Forwarded-Host`/`-Proto` (its last entry) when it sent one, else authgate's own view
+ * (the `Host` header, the socket's TLS). For a request that does not go through Fastify (a socket
+ * handshake); a Fastify route reads `request.host` and `request.protocol`.
+ */
+export function forwardedView(
+  req: IncomingMessage,
+  trusted: ((address: string) => boolean) | undefined,
+): { host: string | undefined; proto: string } {
+  const address = req.socket.remoteAddress
+  const viaProxy = trusted !== undefined && address !== undefined && trusted(address)
+  const own = 'encrypted' in req.socket && req.socket.encrypted === true ? 'https' : 'http'
+  if (!viaProxy) return { host: req.headers.host, proto: own }
+  return {
+    host: lastEntry(req.headers['x-forwarded-host']) ?? req.headers.host,
+    proto: lastEntry(req.headers['x-forwarded-proto']) ?? own,
+  }
+}
 
 /** Names listed in a Connection header are hop-by-hop for this message (RFC 9110 §7.6.1). */
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {

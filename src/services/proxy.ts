@@ -135,7 +135,7 @@ export class ServiceProxy {
       if (hasBody && !chunked) set.push('content-length', length!)
       const headers = outboundRequestHeaders(raw.rawHeaders, request.headers, {
         identity: this.#identity(clientIp(request), request.id),
-        host: request.headers.host,
+        host: request.host,
         proto: request.protocol,
         ownCookies: this.#o.sessionCookie === undefined ? undefined : [this.#o.sessionCookie],
         replaced: [...own, ...plan.replaced],

@@ -4,14 +4,15 @@ import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import type { ErrorCode } from '../errors.ts'
 import { serviceErrorResponse } from './errors.ts'
-import { requestIdGenerator, trustedPeers } from '../observability/request-id.ts'
+import { requestIdGenerator, trustedProxyRule } from '../observability/request-id.ts'
 import { redactUrl } from '../observability/redact.ts'
-import { outboundRequestHeaders } from '../proxy/headers.ts'
+import { forwardedView, outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServiceUpstream } from './config.ts'
 import { closeFrame, FrameCursor, GOING_AWAY } from './frames.ts'
 import type { ServiceProxy } from './proxy.ts'
 import { planServiceRequest } from './request.ts'
 import { phoenixSwap } from '../sessions/socket-swap.ts'
+import { repeatsHost } from '../http/host.ts'
 import { socketClientIp } from './socket-ip.ts'
 
 // By process.getBuiltinModule, not an import: an ESM import of node:http reads its lazy WebSocket
@@ -69,7 +70,7 @@ export function relayWebSockets(
   const idHeader = app.authgate.config.requestIdHeader
   // As on the HTTP routes: a trusted proxy's request id and X-Forwarded-For are believed.
   const requestId = requestIdGenerator(idHeader, trustedProxies)
-  const peers = trustedProxies.length > 0 ? trustedPeers(trustedProxies) : undefined
+  const trusted = trustedProxies.length > 0 ? trustedProxyRule(trustedProxies) : undefined
   const pathOf = (url: string | undefined) => {
     const u = url ?? '/'
     const q = u.indexOf('?')
@@ -96,19 +97,22 @@ export function relayWebSockets(
     }
     socket.on('error', () => socket.destroy())
     if (upstream === undefined || req.method !== 'GET') return refuse('not_found')
+    // As on every HTTP route (src/http/host.ts): one Host, or which one counts is ambiguous.
+    if (repeatsHost(req.rawHeaders)) return refuse('malformed_request', 'A request must carry one Host header')
     const plan = planServiceRequest(upstream, proxy.keys, proxy.defaultKey, req.url ?? '/', req.headers)
     if (!plan.ok) return refuse(plan.code)
 
     const target = new URL(upstream.origin)
-    const ip = socketClientIp(req, peers)
-    const proto = 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http'
+    const ip = socketClientIp(req, trusted, log)
+    // As Fastify's `request.host` and `request.protocol` read them: a trusted proxy's view, else the socket's.
+    const { host, proto } = forwardedView(req, trusted)
     // Cookie sessions: stand-ins in the client's join and token messages become the real token; the
     // frames must then be readable, so no compression is offered to Realtime.
     const sessions = proxy.sessions
     const swap = sessions && phoenixSwap(sessions, req, { clientIp: ip, requestId: id, proto, log })
     const headers = outboundRequestHeaders(req.rawHeaders, req.headers, {
       identity: proxy.identityOf(ip, id),
-      host: req.headers.host,
+      host,
       proto,
       ownCookies: sessions === undefined ? undefined : [sessions.sessions.config.cookieName],
       replaced: [...proxy.ownNames(), ...plan.replaced, ...(swap ? ['sec-websocket-extensions'] : [])],

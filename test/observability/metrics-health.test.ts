@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os'
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
@@ -153,6 +154,30 @@ describe('liveness and readiness', () => {
       buildApp({ rateLimit: false, openapi: { docsPath: '/metrics' } }),
       (err: unknown) => err instanceof AuthgateConfigError && err.option === 'AUTHGATE_DOCS_PATH',
     )
+  })
+
+  it('the metrics port binds loopback unless AUTHGATE_METRICS_HOST says otherwise', async () => {
+    const app = await buildApp({ rateLimit: false, config: { metricsPort: 0 } })
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const port = app.authgateService.metricsPort()!
+      // Another address of this host: on Linux all of 127/8 reaches it, yet a listener on 127.0.0.1
+      // answers on 127.0.0.1 alone; elsewhere an interface's own address.
+      const other =
+        process.platform === 'linux'
+          ? '127.0.0.2'
+          : Object.values(networkInterfaces())
+              .flat()
+              .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address
+      if (other !== undefined)
+        await assert.rejects(fetch(`http://${other}:${port}/metrics`), 'not reachable on another address')
+      assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 200)
+    } finally {
+      await app.close()
+    }
+    const { loadCoreConfig } = await import('../../src/config.ts')
+    assert.equal(loadCoreConfig({}).metricsHost, '127.0.0.1')
+    assert.equal(loadCoreConfig({ AUTHGATE_METRICS_HOST: '0.0.0.0' }).metricsHost, '0.0.0.0')
   })
 
   it('metrics on their own port are not on the public one', async () => {

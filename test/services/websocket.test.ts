@@ -317,3 +317,33 @@ test('an Upgrade elsewhere stays an ordinary request', async () => {
     await h.close()
   }
 })
+
+test('the socket handshake derives the client as the HTTP routes do: ports dropped, forged identity headers stripped, the proxy’s host and scheme', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } }, { trustedProxies: ['127.0.0.1/32'] })
+  try {
+    const port = Number(new URL(h.url).port)
+    const client = await handshake(
+      port,
+      `/realtime/v1/websocket?apikey=${PUBLISHABLE}`,
+      'X-Forwarded-For: 203.0.113.9:40000\r\nTrue-Client-IP: 6.6.6.6\r\nCF-Connecting-IP: 6.6.6.7\r\n' +
+        'X-Forwarded-Host: api.example.com\r\nX-Forwarded-Proto: https\r\n',
+    )
+    assert.match(client.head, /^HTTP\/1\.1 101 /)
+    const sent = up.handshakes[0]!.headers
+    assert.equal(sent['x-forwarded-for'], '203.0.113.9')
+    assert.equal(sent['true-client-ip'], undefined)
+    assert.equal(sent['cf-connecting-ip'], undefined)
+    assert.equal(sent['x-forwarded-host'], 'api.example.com')
+    assert.equal(sent['x-forwarded-proto'], 'https')
+    client.socket.destroy()
+    // Two Host headers: refused, as on every HTTP route, and nothing reaches Realtime.
+    const twice = await handshake(port, `/realtime/v1/websocket?apikey=${PUBLISHABLE}`, 'Host: evil.example\r\n')
+    assert.match(twice.head, /^HTTP\/1\.1 400 /)
+    await twice.closed
+    assert.equal(up.handshakes.length, 1)
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
