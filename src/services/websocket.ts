@@ -10,6 +10,7 @@ import { outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServiceUpstream } from './config.ts'
 import { closeFrame, FrameCursor, GOING_AWAY } from './frames.ts'
 import type { ServiceProxy } from './proxy.ts'
+import { judgeServicePath } from './path.ts'
 import { planServiceRequest } from './request.ts'
 import { phoenixSwap } from '../sessions/socket-swap.ts'
 import { socketClientIp } from './socket-ip.ts'
@@ -96,7 +97,9 @@ export function relayWebSockets(
     }
     socket.on('error', () => socket.destroy())
     if (upstream === undefined || req.method !== 'GET') return refuse('not_found')
-    const plan = planServiceRequest(upstream, proxy.keys, proxy.defaultKey, req.url ?? '/', req.headers)
+    const path = judgeServicePath(upstream.row, req.method, req.url ?? '/')
+    if (!path.ok) return refuse(path.code, path.message)
+    const plan = planServiceRequest(upstream, proxy.keys, proxy.defaultKey, path, req.headers)
     if (!plan.ok) return refuse(plan.code)
 
     const target = new URL(upstream.origin)
