@@ -272,6 +272,30 @@ test("Realtime's API serves what realtime-js calls; its tenant administration in
   }
 })
 
+test("realtime-js's own HTTP calls pass the allow-list: send before joining, and httpSend", async () => {
+  const { RealtimeClient } = await import('@supabase/realtime-js')
+  const h = await withServices()
+  const client = new RealtimeClient(`${h.url.replace('http', 'ws')}/realtime/v1`, {
+    params: { apikey: PUBLISHABLE },
+  })
+  // Realtime accepts a broadcast with 202 and no body.
+  h.upstream.handler = (_req, res) => res.writeHead(202).end()
+  try {
+    const channel = client.channel('room:1', { config: { private: true } })
+    // Not joined: realtime-js sends the broadcast over HTTP.
+    assert.equal(await channel.send({ type: 'broadcast', event: 'typing', payload: { x: 1 } }), 'ok')
+    await channel.httpSend('typing', { x: 2 })
+    assert.deepEqual(
+      h.upstream.requests.map((r) => `${r.method} ${r.target.split('?')[0]}`),
+      ['POST /realtime/api/broadcast', 'POST /realtime/api/broadcast/room%3A1/events/typing'],
+    )
+  } finally {
+    await client.removeAllChannels()
+    client.disconnect()
+    await h.close()
+  }
+})
+
 test('timeouts are per service: a function slower than its timeout is 504 in our shape', async () => {
   const h = await withServices({ timeoutsMs: { functions: 150 } })
   try {
