@@ -287,7 +287,11 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     if (jwks) readiness.require('signing_keys', () => jwks.load())
   }
   if (options.refuseEarly && rateLimiter) refuseEarly(app, config, rateLimiter, metrics)
-  if (options.answerUnrouted) app.setNotFoundHandler(unrouted(enabledRoutes(config.disabledGroups), config.prefix))
+  if (options.answerUnrouted) {
+    const auth = unrouted(enabledRoutes(config.disabledGroups), config.prefix)
+    if (!app.hasDecorator('authgateServices')) app.setNotFoundHandler(auth)
+    else app.setNotFoundHandler((await import('./services/plugin.ts')).unroutedServicePaths(app, auth))
+  }
   registerDocs(app, registry, options.openapi, await restDocument(app, options))
   return app
 }

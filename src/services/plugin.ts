@@ -1,11 +1,13 @@
 import cors from '@fastify/cors'
-import type { FastifyInstance, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { EXPOSED_HEADERS } from '../http/cors.ts'
 import { resolveServicesConfig, type ServicesConfig, type ServicesOptions, type ServiceUpstream } from './config.ts'
 import type { Jwks } from '../protect/jwks.ts'
 import type { RateLimitHook, RateLimitPolicy } from '../ratelimit/index.ts'
 import { lazyJwks, userLimitHook } from './user-limits.ts'
+import { sendServiceError } from './errors.ts'
+import { underServicePrefix } from './path.ts'
 import { ServiceProxy } from './proxy.ts'
 import { SERVICE_METHODS, serviceTemplate } from './table.ts'
 import { relayWebSockets, SocketStats } from './websocket.ts'
@@ -165,6 +167,22 @@ function mount(
   const prefix = upstream.row.prefix
   scope.route({ ...route, url: prefix })
   if (!upstream.row.exact) scope.route({ ...route, url: `${prefix}/*` })
+}
+
+/**
+ * The not-found handler where authgate answers unrouted paths: a path that reads as one under a
+ * mounted service's prefix but that the router did not give to it (`//rest/v1/x`, `/REST/v1/x`,
+ * `/rest%2fv1/x`) is refused in the services' shape, never forwarded; anything else is `otherwise`'s.
+ */
+export function unroutedServicePaths(
+  app: FastifyInstance,
+  otherwise: (request: FastifyRequest, reply: FastifyReply) => unknown,
+): (request: FastifyRequest, reply: FastifyReply) => unknown {
+  const prefixes = [...new Set(app.authgateServices.config.upstreams.map((u) => u.row.prefix.toLowerCase()))]
+  return (request, reply) =>
+    underServicePrefix(request.raw.url ?? '', prefixes)
+      ? sendServiceError(reply, 'not_found', 'The path is not one of the services as their clients spell it')
+      : otherwise(request, reply)
 }
 
 /**

@@ -11,6 +11,7 @@ import type { ServicesConfig, ServiceUpstream } from './config.ts'
 import { sendServiceError } from './errors.ts'
 import { KeyBook } from './keys.ts'
 import { StreamRelay } from './relay.ts'
+import { judgeServicePath } from './path.ts'
 import { planServiceRequest } from './request.ts'
 import { relayed } from './scavenge.ts'
 import type { SessionGate } from '../sessions/gate.ts'
@@ -101,11 +102,11 @@ export class ServiceProxy {
   handler(upstream: ServiceUpstream): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
     const pool = this.pool(upstream.origin)
     const own = this.ownNames()
-    const refused = upstream.row.refused?.map((p) => upstream.row.prefix + p)
     return async (request, reply) => {
-      const url = request.raw.url ?? '/'
-      if (refused?.some((p) => url === p || url.startsWith(`${p}/`) || url.startsWith(`${p}?`))) {
-        sendServiceError(reply, 'not_found')
+      // Judged on the path's normal form, before anything else is asked of the request (D127).
+      const target = judgeServicePath(upstream.row, request.method, request.raw.url ?? '/')
+      if (!target.ok) {
+        sendServiceError(reply, target.code, target.message)
         return
       }
       // A cookie session's stand-in bearer goes on as the session's real access token.
@@ -116,9 +117,9 @@ export class ServiceProxy {
       }
       const authorization = swap === undefined ? undefined : `Bearer ${swap.accessToken}`
       const seen = authorization === undefined ? request.headers : { ...request.headers, authorization }
-      const plan = planServiceRequest(upstream, this.keys, this.#o.config.defaultKey, url, seen)
+      const plan = planServiceRequest(upstream, this.keys, this.#o.config.defaultKey, target, seen)
       if (!plan.ok) {
-        sendServiceError(reply, plan.code, 'message' in plan ? plan.message : undefined)
+        sendServiceError(reply, plan.code)
         return
       }
       if (authorization !== undefined) {

@@ -14,27 +14,6 @@ export type ServiceRequestPlan =
       replaced: string[]
     }
   | { ok: false; code: 'no_api_key' | 'invalid_api_key' | 'service_key_required' }
-  | { ok: false; code: 'validation_failed'; message: string }
-
-/**
- * True when a segment of the path is `.` or `..` once percent-decoded (or holds an encoded `/` or
- * `\` around one): the upstream, or hosted Supabase's gateway, would resolve it and the request
- * could leave the service's prefix (`/rest/v1/../../auth/v1/admin/users`). Supabase's gateway
- * normalises such paths; authgate refuses them, since it never routes by the resolved path.
- */
-export function hasDotSegment(path: string): boolean {
-  for (const segment of path.split('/')) {
-    if (segment === '') continue
-    let decoded = segment
-    try {
-      decoded = decodeURIComponent(segment)
-    } catch {
-      // A malformed escape is the upstream's to refuse; it cannot decode to a dot segment here.
-    }
-    for (const piece of decoded.split(/[/\\]/)) if (piece === '.' || piece === '..') return true
-  }
-  return false
-}
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
@@ -51,20 +30,19 @@ function first(value: string | string[] | undefined): string | undefined {
  * - an empty `Authorization` is dropped for Storage, the key goes in `sb-api-key` for functions and
  *   in `x-api-key` for Realtime's socket, and GraphQL gets `Content-Profile: graphql_public`;
  * - `X-Forwarded-Prefix` says where the client saw the service (Storage builds URLs with it).
+ *
+ * The path is one `judgeServicePath` served (src/services/path.ts): the client's bytes below the
+ * prefix and its query.
  */
 export function planServiceRequest(
   upstream: ServiceUpstream,
   book: KeyBook,
   defaultKey: string | undefined,
-  url: string,
+  target: { rest: string; query: string | undefined },
   headers: IncomingHttpHeaders,
 ): ServiceRequestPlan {
   const row = upstream.row
-  const q = url.indexOf('?')
-  const pathname = q === -1 ? url : url.slice(0, q)
-  let query = q === -1 ? '' : url.slice(q + 1)
-  if (hasDotSegment(pathname.slice(row.prefix.length)))
-    return { ok: false, code: 'validation_failed', message: 'The path must not contain "." or ".." segments' }
+  let query = target.query ?? ''
   let authorization = first(headers.authorization)
   const presented = first(headers.apikey) ?? queryKey(query) ?? keyInAuthorization(authorization) ?? defaultKey
   const verdict = book.judge(presented, row.key)
@@ -107,7 +85,6 @@ export function planServiceRequest(
   if (upstream.host !== undefined) set.push('host', upstream.host)
   set.push('x-forwarded-prefix', row.prefix)
 
-  const rest = pathname.slice(row.prefix.length)
-  const path = upstream.basePath + rest
-  return { ok: true, path: (path === '' ? '/' : path) + (q === -1 ? '' : `?${query}`), set, replaced }
+  const path = upstream.basePath + target.rest
+  return { ok: true, path: (path === '' ? '/' : path) + (target.query === undefined ? '' : `?${query}`), set, replaced }
 }

@@ -65,9 +65,15 @@ export class RestDocument {
     const { proxy, upstream, log } = this.#o
     try {
       const key = proxy.keys.serviceKey ?? proxy.defaultKey
-      const plan = planServiceRequest(upstream, proxy.keys, undefined, `${upstream.row.prefix}/`, {
-        ...(key !== undefined ? { apikey: key } : {}),
-      })
+      const plan = planServiceRequest(
+        upstream,
+        proxy.keys,
+        undefined,
+        { rest: '/', query: undefined },
+        {
+          ...(key !== undefined ? { apikey: key } : {}),
+        },
+      )
       if (!plan.ok) throw new Error(`no key to ask with (${plan.code})`)
       const headers: string[] = ['accept', 'application/openapi+json, application/json', ...plan.set]
       const answer = await requestThrough.call(proxy.pool(upstream.origin), {

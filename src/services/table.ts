@@ -52,8 +52,12 @@ export interface ServiceRow {
   dropEmptyAuthorization?: boolean
   /** The key travels in `sb-api-key` (Edge Runtime's header), replacing the client's. */
   sbApiKey?: boolean
-  /** Paths below the prefix that are not served: the upstream's administration API. */
-  refused?: readonly string[]
+  /**
+   * Where the service's API below the prefix is small, the paths its clients call, as
+   * `METHOD /a/*` (`*`: any one segment), judged on the path's normal form (src/services/path.ts);
+   * anything else is not served. Undefined: every path below the prefix is.
+   */
+  served?: readonly string[]
   /** A WebSocket endpoint (upgrade requests only), with the key in `x-api-key`. */
   websocket?: boolean
 }
@@ -121,8 +125,10 @@ export const SERVICE_TABLE: readonly ServiceRow[] = [
     timeoutMs: 30 * SECOND,
     key: 'required',
     bearerFromKey: true,
-    // Kong answers 403 here: tenant management and the API description are for operators.
-    refused: ['/tenants', '/openapi'],
+    // What realtime-js calls (`channel.send` before the socket is joined, `channel.httpSend`) and
+    // the tenant's own health check. Realtime serves its tenant administration and API description
+    // under /api as well, to any JWT signed with the project's secret: those are for operators.
+    served: ['POST /broadcast', 'POST /broadcast/*/events/*', 'GET /ping'],
   },
   {
     // Phoenix's socket endpoint; the timeout is the idle one (Realtime's heartbeat is every 25 s).

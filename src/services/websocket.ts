@@ -10,6 +10,7 @@ import { forwardedView, outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServiceUpstream } from './config.ts'
 import { closeFrame, FrameCursor, GOING_AWAY } from './frames.ts'
 import type { ServiceProxy } from './proxy.ts'
+import { judgeServicePath } from './path.ts'
 import { planServiceRequest } from './request.ts'
 import { phoenixSwap } from '../sessions/socket-swap.ts'
 import { repeatsHost } from '../http/host.ts'
@@ -99,7 +100,9 @@ export function relayWebSockets(
     if (upstream === undefined || req.method !== 'GET') return refuse('not_found')
     // As on every HTTP route (src/http/host.ts): one Host, or which one counts is ambiguous.
     if (repeatsHost(req.rawHeaders)) return refuse('malformed_request', 'A request must carry one Host header')
-    const plan = planServiceRequest(upstream, proxy.keys, proxy.defaultKey, req.url ?? '/', req.headers)
+    const path = judgeServicePath(upstream.row, req.method, req.url ?? '/')
+    if (!path.ok) return refuse(path.code, path.message)
+    const plan = planServiceRequest(upstream, proxy.keys, proxy.defaultKey, path, req.headers)
     if (!plan.ok) return refuse(plan.code)
 
     const target = new URL(upstream.origin)

@@ -4,7 +4,6 @@ import { settingsHelp } from '../../src/config/schema.ts'
 import { loadServiceSettings } from '../../src/settings.ts'
 import { loadServicesConfig, resolveServicesConfig, withHostedBackend } from '../../src/services/config.ts'
 import { KeyBook, keyInAuthorization, queryKey, withQueryKey } from '../../src/services/keys.ts'
-import { hasDotSegment } from '../../src/services/request.ts'
 import { SERVICE_TABLE } from '../../src/services/table.ts'
 import { ANON, KEYS, PUBLISHABLE, SECRET, SERVICE } from './support.ts'
 
@@ -138,15 +137,6 @@ test('the table: one row per service path, each with its key rule, and every set
   for (const name of new Set(SERVICE_TABLE.map((r) => r.setting))) assert.match(help, new RegExp(name))
   for (const name of ['AUTHGATE_SUPABASE_URL', 'AUTHGATE_ANON_KEY', 'AUTHGATE_SECRET_KEYS', 'AUTHGATE_REALTIME_TENANT'])
     assert.match(help, new RegExp(name))
-})
-
-test('dot segments, decoded as the upstream would decode them', () => {
-  assert.equal(hasDotSegment('/a/./b'), true)
-  assert.equal(hasDotSegment('/%2E%2e/x'), true)
-  assert.equal(hasDotSegment('/a%2F..%2Fb'), true)
-  assert.equal(hasDotSegment('/a%5C.%5Cb'), true)
-  assert.equal(hasDotSegment('/a..b/.well-known/%zz'), false)
-  assert.equal(hasDotSegment(''), false)
 })
 
 test('options from code are checked by the value types their variables are read with, named as given', () => {

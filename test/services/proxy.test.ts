@@ -234,15 +234,64 @@ test('pg-meta: the service-role key only (403 for the anon key); a secret key be
   }
 })
 
-test("Realtime's REST API is served; its tenant administration is not", async () => {
+test("Realtime's API serves what realtime-js calls; its tenant administration in no spelling", async () => {
   const h = await withServices()
   try {
-    for (const path of ['/realtime/v1/api/tenants', '/realtime/v1/api/tenants/x', '/realtime/v1/api/openapi']) {
-      const res = await fetch(`${h.url}${path}`, { headers: { apikey: SECRET } })
-      assert.equal(res.status, 404, path)
+    const port = Number(new URL(h.url).port)
+    for (const [method, target] of [
+      ['GET', '/realtime/v1/api/tenants'],
+      ['GET', '/realtime/v1/api/tenants/x'],
+      ['GET', '/realtime/v1/api/openapi'],
+      // Phoenix drops empty segments and decodes each one: all of these reach its tenant routes.
+      ['GET', '/realtime/v1/api//tenants'],
+      ['GET', '/realtime/v1/api/%74enants'],
+      ['GET', '/realtime/v1/api/tenants%2f'],
+      ['GET', '/realtime/v1/api//openapi'],
+      ['DELETE', '/realtime/v1/api/%74enants/realtime-dev'],
+      ['POST', '/realtime/v1/api/tenants/realtime-dev/reload'],
+    ]) {
+      const answer = splitResponse(
+        await rawExchange(
+          port,
+          `${method} ${target} HTTP/1.1\r\nHost: x\r\napikey: ${PUBLISHABLE}\r\nConnection: close\r\n\r\n`,
+        ),
+      )
+      assert.match(answer.statusLine, / 404 /, `${method} ${target}`)
+      assert.match(answer.body.toString(), /"code":"not_found"/, `${method} ${target}`)
     }
     assert.equal(h.upstream.requests.length, 0)
+    const topic = await fetch(`${h.url}/realtime/v1/api/broadcast/room%3A1/events/typing?private=true`, {
+      method: 'POST',
+      headers: { apikey: PUBLISHABLE, 'content-type': 'application/json' },
+      body: '{}',
+    })
+    assert.equal(topic.status, 200)
+    assert.equal(h.upstream.requests[0]!.target, '/realtime/api/broadcast/room%3A1/events/typing?private=true')
   } finally {
+    await h.close()
+  }
+})
+
+test("realtime-js's own HTTP calls pass the allow-list: send before joining, and httpSend", async () => {
+  const { RealtimeClient } = await import('@supabase/realtime-js')
+  const h = await withServices()
+  const client = new RealtimeClient(`${h.url.replace('http', 'ws')}/realtime/v1`, {
+    params: { apikey: PUBLISHABLE },
+  })
+  // Realtime accepts a broadcast with 202 and no body.
+  h.upstream.handler = (_req, res) => res.writeHead(202).end()
+  try {
+    const channel = client.channel('room:1', { config: { private: true } })
+    // Not joined: realtime-js sends the broadcast over HTTP.
+    assert.equal(await channel.send({ type: 'broadcast', event: 'typing', payload: { x: 1 } }), 'ok')
+    await channel.httpSend('typing', { x: 2 })
+    assert.deepEqual(
+      h.upstream.requests.map((r) => `${r.method} ${r.target.split('?')[0]}`),
+      ['POST /realtime/api/broadcast', 'POST /realtime/api/broadcast/room%3A1/events/typing'],
+    )
+  } finally {
+    await client.removeAllChannels()
+    client.disconnect()
     await h.close()
   }
 })
@@ -431,6 +480,9 @@ test('a path with dot segments is refused (it could leave the service for anothe
       '/rest/v1/a%2f..%2fb',
       '/functions/v1/x/.',
       '/rest/v1/a%5c..%5cb',
+      // Double-encoded: harmless behind one decoding layer, an escape behind two.
+      '/rest/v1/%252e%252e/%252e%252e/auth/v1/admin/users',
+      '/storage/v1/object/%25%32%65%25%32%65/x',
     ]) {
       const raw = await rawExchange(
         port,

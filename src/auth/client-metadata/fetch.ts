@@ -1,8 +1,9 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
-import { BlockList, isIP } from 'node:net'
+import { isIP } from 'node:net'
 import { createRequire } from 'node:module'
 import type { Agent as UndiciAgent, Dispatcher } from 'undici'
 import { requestThrough } from '../../core/backend.ts'
+import { isPrivateAddress } from './private-address.ts'
 
 // undici's agent by its module, not its index, as the backend client takes its pool: the index
 // loads fetch, WebSocket and the mocks, resident memory a gateway never uses.
@@ -15,48 +16,6 @@ const Agent = createRequire(import.meta.url)('undici/lib/dispatcher/agent.js') a
  * size and a time limit. The freshness of the answer (Cache-Control, Expires) is what the caller
  * caches it for.
  */
-
-/** Addresses a document may not be fetched from: private, loopback, link-local, shared, reserved. */
-const PRIVATE = new BlockList()
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv4')
-for (const [net, bits] of [
-  ['::', 127], // :: and ::1
-  ['64:ff9b::', 96], // NAT64: could reach any IPv4 address
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv6')
-
-/** Whether an address is one a document may not come from. */
-export function isPrivateAddress(address: string): boolean {
-  const family = isIP(address)
-  if (family === 4) return PRIVATE.check(address, 'ipv4')
-  if (family !== 6) return true
-  // IPv4-mapped: judged as the IPv4 address (a mapped range in the list would catch every IPv4 address,
-  // since BlockList matches IPv4 addresses against mapped IPv6 rules too).
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  if (mapped) return PRIVATE.check(mapped[1]!, 'ipv4')
-  return PRIVATE.check(address, 'ipv6')
-}
 
 export interface DocumentFetchOptions {
   /** Largest document read (bytes). */
