@@ -794,4 +794,75 @@ describe('identity linking with the cookie leads only to a cookie', { skip: back
     assert.equal(pkce.status, 200, text)
     assert.match((JSON.parse(text) as { url: string }).url, /^https:\/\/github\.com\/login\/oauth\/authorize\?/)
   })
+
+  it('the challenge is the one Supabase Auth reads: a pair Go drops is no PKCE, an encoded name is', async () => {
+    const email = `linking-query-${Date.now()}@example.com`
+    const up = await fetch(`${stack.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    assert.equal(up.status, 200, await up.text())
+    const cookie = up.headers.get('set-cookie')!.split(';')[0]!
+    // The real token, from Supabase Auth itself: what it does with each query, with no authgate in between.
+    const direct = await fetch(`${stack.backend.url}/token?grant_type=password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    const { access_token: real } = (await direct.json()) as { access_token: string }
+    const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')
+    const linkUrl = (base: string, query: string) =>
+      `${base}/user/identities/authorize?provider=github&skip_http_redirect=true&${query}`
+    /** Whether Supabase Auth started the PKCE flow: the flow state its `state` names holds the challenge. */
+    const flow = async (res: Response) => {
+      const text = await res.text()
+      assert.equal(res.status, 200, text)
+      const state = new URL((JSON.parse(text) as { url: string }).url).searchParams.get('state') ?? ''
+      assert.match(state, /^[0-9a-f-]{36}$/)
+      const stored = await runPsql(
+        postgresTarget(),
+        stack.backend.database,
+        `SELECT coalesce(code_challenge, '') FROM auth.flow_state WHERE id = '${state}'`,
+      )
+      return stored === challenge ? 'pkce' : stored === '' ? 'implicit' : `another challenge: ${stored}`
+    }
+    const refusedQueries = [
+      `code_challenge=${challenge};`,
+      `code_challenge=${challenge}%`,
+      `code_challenge=%zz${challenge}`,
+      `code_challenge%3D${challenge}`,
+      `code_challenge=${challenge};&code_challenge=`,
+    ]
+    for (const query of refusedQueries) {
+      // Supabase Auth reads no challenge there: with the real token it starts the implicit flow,
+      // whose callback puts the tokens in the page's URL (with a method and no challenge it
+      // answers 400 instead).
+      assert.equal(
+        await flow(await fetch(linkUrl(stack.backend.url, query), { headers: { authorization: `Bearer ${real}` } })),
+        'implicit',
+        query,
+      )
+      const res = await fetch(linkUrl(`${stack.url}/auth`, query), {
+        headers: { cookie, 'sec-fetch-site': 'same-origin' },
+      })
+      assert.equal(res.status, 403, query)
+      assert.equal(((await res.json()) as { error_code: string }).error_code, 'session_cookie_refused', query)
+    }
+    for (const query of [
+      `code%5Fchallenge=${challenge}&code_challenge_method=s256`,
+      `code_challenge=%zz&code_challenge=${challenge}&code_challenge_method=s256`,
+      `code_challenge=${challenge}&code_challenge=&code_challenge_method=s256`,
+    ]) {
+      assert.equal(
+        await flow(await fetch(linkUrl(stack.backend.url, query), { headers: { authorization: `Bearer ${real}` } })),
+        'pkce',
+        query,
+      )
+      const res = await fetch(linkUrl(`${stack.url}/auth`, query), {
+        headers: { cookie, 'sec-fetch-site': 'same-origin' },
+      })
+      assert.equal(await flow(res), 'pkce', query)
+    }
+  })
 })

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { HeldAnswer } from '../core/held-answer.ts'
 import { traceEvent } from '../core/trace-event.ts'
 import { AuthgateError, sendError, type ErrorCode } from '../errors.ts'
+import { backendQuery } from '../core/go-values.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import type { AnswerRewrite } from '../proxy/relay.ts'
 import { splitSessionAnswer, splitSessionRedirect } from './answer.ts'
@@ -57,12 +58,12 @@ export interface ForwardAdditions {
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' })[c]!)
 
-/** A query parameter as Supabase Auth reads it (Go's `Query().Get`: the first value). */
-const firstQueryValue = (request: FastifyRequest, name: string): string | null => {
-  const target = request.raw.url ?? ''
-  const q = target.indexOf('?')
-  return q === -1 ? null : new URLSearchParams(target.slice(q + 1)).get(name)
-}
+/**
+ * A query parameter as Supabase Auth reads it (Go's `Query().Get`, src/core/go-values.ts): a pair
+ * Go drops (a `;` in it, a bad `%` escape) is not there, however another reader would take it.
+ */
+const backendQueryValue = (request: FastifyRequest, name: string): string | undefined =>
+  backendQuery(request.raw.url ?? '')[name]
 
 const hasBearer = (request: FastifyRequest) => {
   const h = request.headers.authorization
@@ -149,7 +150,7 @@ export class SessionGate {
     if (use.guard === 'pkce') {
       if (config.mode !== 'on')
         return this.#refuse(request, reply, 'in `request` mode identity linking does not take the session cookie')
-      if (!firstQueryValue(request, 'code_challenge'))
+      if (!backendQueryValue(request, 'code_challenge'))
         return this.#refuse(request, reply, 'identity linking with the session cookie needs PKCE (code_challenge)')
     }
     let session: ActiveSession | undefined
@@ -332,7 +333,7 @@ export class SessionGate {
 
   /** The refresh stand-in of a `POST /token?grant_type=refresh_token`, if it carries one. */
   #refreshStandInOf(request: FastifyRequest): string | undefined {
-    if (firstQueryValue(request, 'grant_type') !== 'refresh_token') return undefined
+    if (backendQueryValue(request, 'grant_type') !== 'refresh_token') return undefined
     const token = (request.body as { refresh_token?: unknown } | undefined)?.refresh_token
     return typeof token === 'string' && this.sessions.standIns.isRefresh(token) ? token : undefined
   }
