@@ -85,6 +85,9 @@ export interface StandInRefusal {
   clearCookie?: boolean
 }
 
+/** A service request's stand-in: its real access token, the refusal, or none carried (undefined). */
+export type ServiceVerdict = { accessToken: string } | { refusal: StandInRefusal } | undefined
+
 /**
  * Where cookie sessions meet requests: the application's protected routes and the mounted routes
  * that need the user's bearer take the cookie instead; session answers of the sign-in routes are
@@ -92,6 +95,8 @@ export interface StandInRefusal {
  */
 export class SessionGate {
   readonly sessions: CookieSessions
+  /** Each service request's verdict, found once (see `forService`). */
+  readonly #serviceVerdicts = new WeakMap<FastifyRequest, Promise<ServiceVerdict>>()
 
   constructor(sessions: CookieSessions) {
     this.sessions = sessions
@@ -216,10 +221,17 @@ export class SessionGate {
    * session is refreshed when due and confirmed past AUTHGATE_SESSION_REVALIDATE: the services
    * verify tokens locally and never ask Supabase Auth.
    */
-  async forService(
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): Promise<{ accessToken: string } | { refusal: StandInRefusal } | undefined> {
+  forService(request: FastifyRequest, reply: FastifyReply): Promise<ServiceVerdict> {
+    // Once per request: the per-user limit asks first (src/services/user-limits.ts), the proxy then.
+    let verdict = this.#serviceVerdicts.get(request)
+    if (verdict === undefined) {
+      verdict = this.#serviceVerdict(request, reply)
+      this.#serviceVerdicts.set(request, verdict)
+    }
+    return verdict
+  }
+
+  async #serviceVerdict(request: FastifyRequest, reply: FastifyReply): Promise<ServiceVerdict> {
     const verdict = await this.#forService(request)
     if (verdict !== undefined && 'refusal' in verdict) {
       request.log.info(
@@ -231,9 +243,7 @@ export class SessionGate {
     return verdict
   }
 
-  async #forService(
-    request: FastifyRequest,
-  ): Promise<{ accessToken: string } | { refusal: StandInRefusal } | undefined> {
+  async #forService(request: FastifyRequest): Promise<ServiceVerdict> {
     const standIn = this.standInOf(request.headers.authorization)
     if (standIn === undefined) return undefined
     const config = this.sessions.config
