@@ -85,6 +85,12 @@ export interface StandInRefusal {
   clearCookie?: boolean
 }
 
+/** A stand-in made under a key AUTHGATE_SESSION_KEYS no longer lists (docs/sessions.md, key rotation). */
+const RETIRED: StandInRefusal = {
+  code: 'bad_jwt',
+  message: 'The stand-in token was made under a key authgate no longer holds: sign in again',
+}
+
 /** A service request's stand-in: its real access token, the refusal, or none carried (undefined). */
 export type ServiceVerdict = { accessToken: string } | { refusal: StandInRefusal } | undefined
 
@@ -125,6 +131,9 @@ export class SessionGate {
     // only with it. Any other bearer is the request's own: the cookie is not looked at.
     const standIn = this.standInOf(request.headers.authorization)
     if (standIn === undefined && hasBearer(request)) return undefined
+    // Made under a key no longer configured: no session can take it, with or without the cookie.
+    if (standIn !== undefined && this.sessions.standIns.isRetired(standIn))
+      return this.#refuseStandIn(request, reply, RETIRED)
     const config = this.sessions.config
     const id = sessionIdFrom(request.headers.cookie, config.cookieName)
     if (id === undefined) {
@@ -205,6 +214,7 @@ export class SessionGate {
     if (fault === undefined) return undefined
     if (fault === 'expired') return { code: 'bad_jwt', message: 'The stand-in token has expired: refresh the session' }
     if (fault === 'forged') return { code: 'bad_jwt', message: 'The stand-in token was not issued by authgate' }
+    if (fault === 'retired') return RETIRED
     return { code: 'session_not_found', message: 'The stand-in token stands for another session than the cookie' }
   }
 
@@ -246,6 +256,7 @@ export class SessionGate {
   async #forService(request: FastifyRequest): Promise<ServiceVerdict> {
     const standIn = this.standInOf(request.headers.authorization)
     if (standIn === undefined) return undefined
+    if (this.sessions.standIns.isRetired(standIn)) return { refusal: RETIRED }
     const config = this.sessions.config
     const id = sessionIdFrom(request.headers.cookie, config.cookieName)
     if (id === undefined)

@@ -6,6 +6,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { defineRoute } from '../../src/routes-dsl/define-route.ts'
 import { sessionHandle } from '../../src/sessions/crypto.ts'
 import { MemorySessionStore } from '../../src/sessions/memory-store.ts'
+import { StandIns } from '../../src/sessions/stand-ins.ts'
 import { buildApp } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
@@ -433,6 +434,35 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     // Forwarded meanwhile: the other session's sign-in and, three hours on, authgate's own refresh.
     const forwarded = h.backend.requests.slice(before).map((r) => r.target)
     assert.deepEqual(forwarded, ['/token?grant_type=password', '/token?grant_type=refresh_token'])
+  })
+
+  it('a stand-in made under a key taken out of AUTHGATE_SESSION_KEYS: 401 bad_jwt, nothing forwarded', async () => {
+    const res = await signIn()
+    const cookie = cookieOf(res)
+    const active = await h.app.authgate.sessions!.sessions.load(cookie.split(';')[0]!.split('=')[1]!)
+    // What the page still holds after `ka` was removed: a stand-in of this very session, made under `ka`.
+    const removed = new StandIns([{ id: 'ka', key: randomBytes(32) }])
+    const stale = removed.access(active!.handle, active!.session.accessToken, active!.session.expiresAt)
+    const bearer = { authorization: `Bearer ${stale}` }
+    const before = h.backend.requests.length
+    for (const [path, headers] of [
+      ['/auth/user', bearer],
+      ['/me', bearer],
+      ['/auth/reauthenticate', bearer],
+    ] as const) {
+      for (const withCookie_ of [true, false]) {
+        const answer = withCookie_
+          ? await withCookie(cookie, 'GET', path, headers)
+          : await h.app.inject({ method: 'GET', url: path, headers: { host: HOST, ...headers } })
+        assert.equal(answer.statusCode, 401, `${path} ${answer.body}`)
+        assert.equal(answer.json().error_code, 'bad_jwt', path)
+        assert.match(answer.json().msg, /key authgate no longer holds/, path)
+      }
+    }
+    assert.equal(h.backend.requests.length, before, 'nothing forwarded')
+    // The session itself still works with the cookie alone, or a stand-in of a listed key.
+    const user = await withCookie(cookie, 'GET', '/auth/user')
+    assert.equal(user.json().authorization, `Bearer ${active!.session.accessToken}`)
   })
 
   it('the refresh stand-in: authgate refreshes with the real refresh token and answers new stand-ins', async () => {
