@@ -794,4 +794,161 @@ describe('identity linking with the cookie leads only to a cookie', { skip: back
     assert.equal(pkce.status, 200, text)
     assert.match((JSON.parse(text) as { url: string }).url, /^https:\/\/github\.com\/login\/oauth\/authorize\?/)
   })
+
+  it('the challenge is the one Supabase Auth reads: a pair Go drops is no PKCE, an encoded name is', async () => {
+    const email = `linking-query-${Date.now()}@example.com`
+    const up = await fetch(`${stack.url}/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    assert.equal(up.status, 200, await up.text())
+    const cookie = up.headers.get('set-cookie')!.split(';')[0]!
+    // The real token, from Supabase Auth itself: what it does with each query, with no authgate in between.
+    const direct = await fetch(`${stack.backend.url}/token?grant_type=password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    })
+    const { access_token: real } = (await direct.json()) as { access_token: string }
+    const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')
+    const linkUrl = (base: string, query: string) =>
+      `${base}/user/identities/authorize?provider=github&skip_http_redirect=true&${query}`
+    /** Whether Supabase Auth started the PKCE flow: the flow state its `state` names holds the challenge. */
+    const flow = async (res: Response) => {
+      const text = await res.text()
+      assert.equal(res.status, 200, text)
+      const state = new URL((JSON.parse(text) as { url: string }).url).searchParams.get('state') ?? ''
+      assert.match(state, /^[0-9a-f-]{36}$/)
+      const stored = await runPsql(
+        postgresTarget(),
+        stack.backend.database,
+        `SELECT coalesce(code_challenge, '') FROM auth.flow_state WHERE id = '${state}'`,
+      )
+      return stored === challenge ? 'pkce' : stored === '' ? 'implicit' : `another challenge: ${stored}`
+    }
+    const refusedQueries = [
+      `code_challenge=${challenge};`,
+      `code_challenge=${challenge}%`,
+      `code_challenge=%zz${challenge}`,
+      `code_challenge%3D${challenge}`,
+      `code_challenge=${challenge};&code_challenge=`,
+    ]
+    for (const query of refusedQueries) {
+      // Supabase Auth reads no challenge there: with the real token it starts the implicit flow,
+      // whose callback puts the tokens in the page's URL (with a method and no challenge it
+      // answers 400 instead).
+      assert.equal(
+        await flow(await fetch(linkUrl(stack.backend.url, query), { headers: { authorization: `Bearer ${real}` } })),
+        'implicit',
+        query,
+      )
+      const res = await fetch(linkUrl(`${stack.url}/auth`, query), {
+        headers: { cookie, 'sec-fetch-site': 'same-origin' },
+      })
+      assert.equal(res.status, 403, query)
+      assert.equal(((await res.json()) as { error_code: string }).error_code, 'session_cookie_refused', query)
+    }
+    for (const query of [
+      `code%5Fchallenge=${challenge}&code_challenge_method=s256`,
+      `code_challenge=%zz&code_challenge=${challenge}&code_challenge_method=s256`,
+      `code_challenge=${challenge}&code_challenge=&code_challenge_method=s256`,
+    ]) {
+      assert.equal(
+        await flow(await fetch(linkUrl(stack.backend.url, query), { headers: { authorization: `Bearer ${real}` } })),
+        'pkce',
+        query,
+      )
+      const res = await fetch(linkUrl(`${stack.url}/auth`, query), {
+        headers: { cookie, 'sec-fetch-site': 'same-origin' },
+      })
+      assert.equal(await flow(res), 'pkce', query)
+    }
+  })
+})
+
+describe('key rotation: a stand-in of a removed key is refused, nothing forwarded', { skip: backendMissing }, () => {
+  let skipReason: string | undefined
+  let backend: SupabaseAuthServer
+  const keyPrefix = `authgate:e2e-rotation:${Date.now()}:`
+  const ka = { id: 'ka', key: randomBytes(32) }
+  const kb = { id: 'kb', key: randomBytes(32) }
+  const gateway = (keys: Array<{ id: string; key: Buffer }>) =>
+    startGateway(backend, {
+      prefix: '/auth',
+      sessions: {
+        mode: 'on',
+        keys,
+        store: { kind: 'redis', url: 'redis://127.0.0.1:6379', keyPrefix, timeoutMs: 2000 },
+      },
+    })
+
+  before(async () => {
+    skipReason = await redisUnavailableReason()
+    if (skipReason) return
+    backend = await startSupabaseAuth({
+      publicUrl: 'http://localhost:9/auth',
+      database: 'authgate_e2e_sessions_rotation',
+      extraEnv: { GOTRUE_LOG_LEVEL: 'info' },
+    })
+  })
+  after(() => backend?.stop())
+
+  it("after AUTHGATE_SESSION_KEYS drops `ka`, a page's `ka` stand-in gets 401 bad_jwt and Supabase Auth sees nothing", async (t) => {
+    if (skipReason) return t.skip(skipReason)
+    // Signed in under `ka`; then `kb` first, `ka` kept: the session is sealed again with `kb` on use.
+    const first = await gateway([ka])
+    const signedUp = await (async () => {
+      try {
+        const up = await fetch(`${first.url}/auth/signup`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: `rotation-${Date.now()}@example.com`, password: PASSWORD }),
+        })
+        assert.equal(up.status, 200)
+        const body = (await up.json()) as { access_token: string }
+        return { cookie: up.headers.get('set-cookie')!.split(';')[0]!, standIn: body.access_token }
+      } finally {
+        await first.close()
+      }
+    })()
+    const { cookie, standIn } = signedUp
+    const rotated = await gateway([kb, ka])
+    try {
+      const user = await fetch(`${rotated.url}/auth/user`, { headers: { cookie, authorization: `Bearer ${standIn}` } })
+      assert.equal(user.status, 200, 'still taken while `ka` is listed')
+      await user.body?.cancel()
+    } finally {
+      await rotated.close()
+    }
+    // `ka` removed: the session lives on under `kb`; the page's old stand-in is refused here.
+    const last = await gateway([kb])
+    try {
+      const before = loggedRequests(backend.logs()).filter((r) => r.path === '/user').length
+      const bearer: Record<string, string> = { authorization: `Bearer ${standIn}` }
+      for (const headers of [{ ...bearer, cookie }, bearer]) {
+        const res = await fetch(`${last.url}/auth/user`, { headers })
+        assert.equal(res.status, 401)
+        assert.equal(((await res.json()) as { error_code: string }).error_code, 'bad_jwt')
+      }
+      await afterBackendLogged(
+        backend.logs,
+        (r) => r.path === '/settings',
+        async () => {
+          const res = await fetch(`${backend.url}/settings`)
+          await res.body?.cancel()
+        },
+      )
+      assert.equal(
+        loggedRequests(backend.logs()).filter((r) => r.path === '/user').length,
+        before,
+        "Supabase Auth's log: no /user",
+      )
+      const cookieOnly = await fetch(`${last.url}/auth/user`, { headers: { cookie } })
+      assert.equal(cookieOnly.status, 200, 'the session itself is kept')
+      await cookieOnly.body?.cancel()
+    } finally {
+      await last.close()
+    }
+  })
 })

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
 import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
-import { backendValues } from './go-values.ts'
+import { backendValues } from '../core/go-values.ts'
 import { decodingAnswer } from './backend-answers.ts'
 import { mismatchDetail, typeMismatch, type TypeMismatch } from './go-types.ts'
 import { routeName, type AuthRoute } from './routes/index.ts'

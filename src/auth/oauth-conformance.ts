@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { BackendFetch } from '../core/backend.ts'
 import { heldHeader, heldJson, type HeldAnswer } from '../core/held-answer.ts'
+import { backendUrlQuery } from '../core/go-values.ts'
 
 // The OAuth 2.1 server's answers where Supabase Auth departs from what OAuth clients (the MCP
 // SDK among them) act on: the issuer of an authorization response (RFC 9207) and the error shape
@@ -96,14 +97,10 @@ export function advertiseIssParameter(answer: HeldAnswer, request: FastifyReques
  * without one; undefined when it is something else (the consent page's address).
  */
 export function withIssuer(location: string, issuer: string): string | undefined {
-  let url: URL
-  try {
-    url = new URL(location)
-  } catch {
-    return undefined
-  }
-  const q = url.searchParams
-  if ((!q.has('code') && !q.has('error')) || q.has('iss')) return undefined
+  if (!URL.canParse(location)) return undefined
+  // Read as Supabase Auth, which wrote the location, reads a query (a pair holding `;` is not its `code`).
+  const q = backendUrlQuery(location)
+  if ((!('code' in q) && !('error' in q)) || 'iss' in q) return undefined
   // Appended to the query as it came (not re-serialised): the client reads its own parameters back.
   const hash = location.indexOf('#')
   const head = hash === -1 ? location : location.slice(0, hash)

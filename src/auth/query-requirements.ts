@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import { sendError } from '../errors.ts'
 import type { AuthRoute, QueryRequirement } from './routes/entry.ts'
 
-/** The requirement a request breaks, if any: `query` as the backend reads it (src/auth/go-values.ts). */
+/** The requirement a request breaks, if any: `query` as the backend reads it (src/core/go-values.ts). */
 export function brokenRequirement(
   requirements: readonly QueryRequirement[],
   query: Readonly<Record<string, string>>,

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { sendError } from '../errors.ts'
 import { bodyAjv } from '../validation.ts'
-import { backendQuery } from './go-values.ts'
+import { backendQuery } from '../core/go-values.ts'
 import type { AuthRoute } from './routes/index.ts'
 
 /**
@@ -26,7 +26,7 @@ export function queryHook(route: AuthRoute) {
 
 /**
  * The first hook of every mounted route: `request.query` becomes the query as Supabase Auth reads
- * it (src/auth/go-values.ts), one string per name, so everything downstream (the query's checks,
+ * it (src/core/go-values.ts), one string per name, so everything downstream (the query's checks,
  * the per-account limit's grant, the session gate's logout scope) reads the value the backend acts
  * on, never an array of a repeated name.
  */

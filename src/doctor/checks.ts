@@ -3,6 +3,7 @@ import { devicePolicy } from '../ratelimit/device-cookie.ts'
 import type { CoreConfig } from '../config.ts'
 import type { BackendResponse, SupabaseAuthClient } from '../core/backend.ts'
 import { isRecord } from '../core/is-record.ts'
+import { backendUrlQuery } from '../core/go-values.ts'
 import type { RateLimitConfig } from '../ratelimit/config.ts'
 import type { Finding } from './findings.ts'
 
@@ -270,12 +271,8 @@ async function issuerChecks(
     )
     await response.body?.cancel()
     const location = response.headers.get('location') ?? ''
-    let redirect: string | null = null
-    try {
-      redirect = new URL(location).searchParams.get('redirect_uri')
-    } catch {
-      // no absolute Location
-    }
+    // Read as Supabase Auth reads its own query; no absolute Location, no redirect_uri to check.
+    const redirect = URL.canParse(location) ? (backendUrlQuery(location).redirect_uri ?? null) : null
     const expected = `${publicUrl}/callback`
     if (redirect === null)
       add({

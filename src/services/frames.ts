@@ -55,10 +55,14 @@ export class FrameCursor {
   }
 }
 
-/** A server's close frame (unmasked) with a status code and no reason. */
-export function closeFrame(code: number): Buffer {
-  return Buffer.from([0x88, 0x02, code >> 8, code & 0xff])
+/** A server's close frame (unmasked) with a status code and a short reason (RFC 6455 §5.5.1: 123 bytes at most). */
+export function closeFrame(code: number, reason = ''): Buffer {
+  const text = Buffer.from(reason).subarray(0, 123)
+  return Buffer.concat([Buffer.from([0x88, 2 + text.length, code >> 8, code & 0xff]), text])
 }
 
 /** 1001: the endpoint is going away (a server shutting down). */
 export const GOING_AWAY = 1001
+
+/** 1008: a message broke the endpoint's policy (a stand-in token that cannot be swapped). */
+export const POLICY_VIOLATION = 1008

@@ -140,7 +140,7 @@ function limits(app: FastifyInstance, upstream: ServiceUpstream, userLimits: Rea
       }, done)
     })
   const mine = new Map([...userLimits].filter(([key]) => key.endsWith(` ${template}`)))
-  const user = userLimitHook(template, mine, limiter.store, jwksOf(app))
+  const user = userLimitHook(template, mine, limiter.store, jwksOf(app), () => app.authgate.sessions)
   if (user !== undefined) out.push(user as onRequestHookHandler)
   return out
 }

@@ -6,6 +6,7 @@ import { createJwks, type Jwks } from '../protect/jwks.ts'
 import { ASYMMETRIC_ALGORITHMS } from '../protect/verify.ts'
 import { parseRate, policyHeader, type RateLimitPolicy, type RateLimitStore } from '../ratelimit/index.ts'
 import { sendServiceError } from './errors.ts'
+import type { SessionGate } from '../sessions/gate.ts'
 import { serviceRouteKeys } from './table.ts'
 
 /**
@@ -56,21 +57,30 @@ function bearerJwt(request: FastifyRequest): string | undefined {
 /**
  * The per-user limit of one service path: the user is the `sub` of the request's access token,
  * verified with Supabase Auth's key set (an unverified `sub` would let anyone spend another user's
- * budget). A request without a token, with a key or an HS256 token, or one that does not verify,
- * is not counted here (the per-client limit still applies). A store that cannot decide lets it
- * through.
+ * budget). With cookie sessions, a stand-in is first swapped for the session's real token (as the
+ * proxy then sends it: one swap per request), so the user behind it is counted; a stand-in that is
+ * refused counts for nobody and the proxy answers the refusal. A request without a token, with a
+ * key or an HS256 token, or one that does not verify, is not counted here (the per-client limit
+ * still applies). A store that cannot decide lets it through.
  */
 export function userLimitHook(
   template: string,
   policies: ReadonlyMap<string, RateLimitPolicy>,
   store: RateLimitStore,
   jwks: () => Jwks,
+  sessions: () => SessionGate | undefined = () => undefined,
 ): ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined {
   if (policies.size === 0) return undefined
   return async function userLimit(request, reply) {
     const policy = policies.get(`${request.method} ${template}`)
-    const token = policy === undefined ? undefined : bearerJwt(request)
-    if (policy === undefined || token === undefined) return undefined
+    if (policy === undefined) return undefined
+    let token = bearerJwt(request)
+    const gate = sessions()
+    if (gate !== undefined && gate.standInOf(request.headers.authorization) !== undefined) {
+      const swap = await gate.forService(request, reply)
+      token = swap !== undefined && 'accessToken' in swap ? swap.accessToken : undefined
+    }
+    if (token === undefined) return undefined
     let sub: unknown
     try {
       ;({

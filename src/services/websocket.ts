@@ -8,7 +8,7 @@ import { requestIdGenerator, trustedProxyRule } from '../observability/request-i
 import { redactUrl } from '../observability/redact.ts'
 import { forwardedView, outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServiceUpstream } from './config.ts'
-import { closeFrame, FrameCursor, GOING_AWAY } from './frames.ts'
+import { closeFrame, FrameCursor, GOING_AWAY, POLICY_VIOLATION } from './frames.ts'
 import type { ServiceProxy } from './proxy.ts'
 import { judgeServicePath } from './path.ts'
 import { planServiceRequest } from './request.ts'
@@ -213,15 +213,17 @@ export function relayWebSockets(
       let closed = false
       let whenClosed: () => void = () => {}
       const done = new Promise<void>((resolve) => (whenClosed = resolve))
-      const stop = (): Promise<void> => {
+      let closeCode = GOING_AWAY
+      const stop = (code = GOING_AWAY, reason = ''): Promise<void> => {
         if (closed || stopping !== undefined) return done
+        closeCode = code
         const cut = setTimeout(() => socket.destroy(), STOP_GRACE_MS)
         stopping = () => {
           stopping = () => {}
           clearTimeout(cut)
           socket.unpipe(upSocket)
           upSocket.destroy()
-          socket.end(closeFrame(GOING_AWAY))
+          socket.end(closeFrame(code, reason))
           // A client that does not close its side is not waited for.
           setTimeout(() => socket.destroy(), STOP_GRACE_MS).unref()
         }
@@ -229,6 +231,8 @@ export function relayWebSockets(
         return done
       }
       open.add(stop)
+      // A stand-in the swap refuses went no further: the socket closes with 1008 and the fault.
+      swap?.on('refused', (fault: string) => void stop(POLICY_VIOLATION, `stand-in token refused: ${fault}`))
       const close = () => {
         if (closed) return
         closed = true
@@ -248,7 +252,7 @@ export function relayWebSockets(
             durationMs: Math.round(durationMs),
             bytesIn: sent,
             bytesOut: received,
-            ...(stopping !== undefined ? { closeCode: GOING_AWAY } : {}),
+            ...(stopping !== undefined ? { closeCode } : {}),
           },
           'websocket closed',
         )

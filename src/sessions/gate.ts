@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { HeldAnswer } from '../core/held-answer.ts'
 import { traceEvent } from '../core/trace-event.ts'
 import { AuthgateError, sendError, type ErrorCode } from '../errors.ts'
+import { backendQuery } from '../core/go-values.ts'
 import { clientIp } from '../proxy/client-ip.ts'
 import type { AnswerRewrite } from '../proxy/relay.ts'
 import { splitSessionAnswer, splitSessionRedirect } from './answer.ts'
@@ -57,12 +58,12 @@ export interface ForwardAdditions {
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' })[c]!)
 
-/** A query parameter as Supabase Auth reads it (Go's `Query().Get`: the first value). */
-const firstQueryValue = (request: FastifyRequest, name: string): string | null => {
-  const target = request.raw.url ?? ''
-  const q = target.indexOf('?')
-  return q === -1 ? null : new URLSearchParams(target.slice(q + 1)).get(name)
-}
+/**
+ * A query parameter as Supabase Auth reads it (Go's `Query().Get`, src/core/go-values.ts): a pair
+ * Go drops (a `;` in it, a bad `%` escape) is not there, however another reader would take it.
+ */
+const backendQueryValue = (request: FastifyRequest, name: string): string | undefined =>
+  backendQuery(request.raw.url ?? '')[name]
 
 const hasBearer = (request: FastifyRequest) => {
   const h = request.headers.authorization
@@ -84,6 +85,15 @@ export interface StandInRefusal {
   clearCookie?: boolean
 }
 
+/** A stand-in made under a key AUTHGATE_SESSION_KEYS no longer lists (docs/sessions.md, key rotation). */
+const RETIRED: StandInRefusal = {
+  code: 'bad_jwt',
+  message: 'The stand-in token was made under a key authgate no longer holds: sign in again',
+}
+
+/** A service request's stand-in: its real access token, the refusal, or none carried (undefined). */
+export type ServiceVerdict = { accessToken: string } | { refusal: StandInRefusal } | undefined
+
 /**
  * Where cookie sessions meet requests: the application's protected routes and the mounted routes
  * that need the user's bearer take the cookie instead; session answers of the sign-in routes are
@@ -91,6 +101,8 @@ export interface StandInRefusal {
  */
 export class SessionGate {
   readonly sessions: CookieSessions
+  /** Each service request's verdict, found once (see `forService`). */
+  readonly #serviceVerdicts = new WeakMap<FastifyRequest, Promise<ServiceVerdict>>()
 
   constructor(sessions: CookieSessions) {
     this.sessions = sessions
@@ -119,6 +131,9 @@ export class SessionGate {
     // only with it. Any other bearer is the request's own: the cookie is not looked at.
     const standIn = this.standInOf(request.headers.authorization)
     if (standIn === undefined && hasBearer(request)) return undefined
+    // Made under a key no longer configured: no session can take it, with or without the cookie.
+    if (standIn !== undefined && this.sessions.standIns.isRetired(standIn))
+      return this.#refuseStandIn(request, reply, RETIRED)
     const config = this.sessions.config
     const id = sessionIdFrom(request.headers.cookie, config.cookieName)
     if (id === undefined) {
@@ -149,7 +164,7 @@ export class SessionGate {
     if (use.guard === 'pkce') {
       if (config.mode !== 'on')
         return this.#refuse(request, reply, 'in `request` mode identity linking does not take the session cookie')
-      if (!firstQueryValue(request, 'code_challenge'))
+      if (!backendQueryValue(request, 'code_challenge'))
         return this.#refuse(request, reply, 'identity linking with the session cookie needs PKCE (code_challenge)')
     }
     let session: ActiveSession | undefined
@@ -199,6 +214,7 @@ export class SessionGate {
     if (fault === undefined) return undefined
     if (fault === 'expired') return { code: 'bad_jwt', message: 'The stand-in token has expired: refresh the session' }
     if (fault === 'forged') return { code: 'bad_jwt', message: 'The stand-in token was not issued by authgate' }
+    if (fault === 'retired') return RETIRED
     return { code: 'session_not_found', message: 'The stand-in token stands for another session than the cookie' }
   }
 
@@ -215,10 +231,17 @@ export class SessionGate {
    * session is refreshed when due and confirmed past AUTHGATE_SESSION_REVALIDATE: the services
    * verify tokens locally and never ask Supabase Auth.
    */
-  async forService(
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): Promise<{ accessToken: string } | { refusal: StandInRefusal } | undefined> {
+  forService(request: FastifyRequest, reply: FastifyReply): Promise<ServiceVerdict> {
+    // Once per request: the per-user limit asks first (src/services/user-limits.ts), the proxy then.
+    let verdict = this.#serviceVerdicts.get(request)
+    if (verdict === undefined) {
+      verdict = this.#serviceVerdict(request, reply)
+      this.#serviceVerdicts.set(request, verdict)
+    }
+    return verdict
+  }
+
+  async #serviceVerdict(request: FastifyRequest, reply: FastifyReply): Promise<ServiceVerdict> {
     const verdict = await this.#forService(request)
     if (verdict !== undefined && 'refusal' in verdict) {
       request.log.info(
@@ -230,11 +253,10 @@ export class SessionGate {
     return verdict
   }
 
-  async #forService(
-    request: FastifyRequest,
-  ): Promise<{ accessToken: string } | { refusal: StandInRefusal } | undefined> {
+  async #forService(request: FastifyRequest): Promise<ServiceVerdict> {
     const standIn = this.standInOf(request.headers.authorization)
     if (standIn === undefined) return undefined
+    if (this.sessions.standIns.isRetired(standIn)) return { refusal: RETIRED }
     const config = this.sessions.config
     const id = sessionIdFrom(request.headers.cookie, config.cookieName)
     if (id === undefined)
@@ -332,7 +354,7 @@ export class SessionGate {
 
   /** The refresh stand-in of a `POST /token?grant_type=refresh_token`, if it carries one. */
   #refreshStandInOf(request: FastifyRequest): string | undefined {
-    if (firstQueryValue(request, 'grant_type') !== 'refresh_token') return undefined
+    if (backendQueryValue(request, 'grant_type') !== 'refresh_token') return undefined
     const token = (request.body as { refresh_token?: unknown } | undefined)?.refresh_token
     return typeof token === 'string' && this.sessions.standIns.isRefresh(token) ? token : undefined
   }

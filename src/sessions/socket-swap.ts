@@ -11,7 +11,9 @@ import type { SessionGate } from './gate.ts'
  * stand-in (src/sessions/stand-ins.ts). The client's frames pass through a parser that reads only
  * the small, whole, unfragmented text frames that can carry one, swaps a stand-in of the
  * handshake's cookie session for the real token, and passes every other byte as it came (RFC 6455
- * §5.2 framing; a stand-in it cannot swap goes on as it is, and Realtime refuses it).
+ * §5.2 framing). A stand-in it reads and cannot swap (another session's, expired, forged, made
+ * under a key no longer configured, its session ended) is not sent on: the relay closes the
+ * socket with 1008 (policy violation), the reason naming the fault.
  */
 
 /** Largest client frame read whole for a token: a join or `access_token` message is a few KiB. */
@@ -19,8 +21,11 @@ const MAX_READ = 64 * 1024
 const EMPTY = Buffer.alloc(0)
 const EVENTS = new Set(['phx_join', 'access_token'])
 
-/** The real token for a stand-in, or undefined to leave the message as it came. */
-export type TokenSwap = (standIn: string) => Promise<string | undefined>
+/**
+ * The real token for a stand-in, undefined to leave the message as it came (it holds none), or a
+ * refusal: a stand-in that cannot be swapped is not sent on.
+ */
+export type TokenSwap = (token: string) => Promise<string | undefined | { refused: string }>
 
 interface FrameHead {
   fin: boolean
@@ -71,12 +76,17 @@ export function maskedTextFrame(text: string): Buffer {
   return Buffer.concat([head, mask, payload])
 }
 
-/** The client's frames, with stand-ins in Phoenix token messages swapped; everything else untouched. */
+/**
+ * The client's frames, with stand-ins in Phoenix token messages swapped; everything else untouched.
+ * A stand-in the swap refuses is not sent on, nor is anything after it: the stream emits `refused`
+ * (with the reason) and passes no more bytes, and the relay closes the socket.
+ */
 export class PhoenixTokenSwap extends Transform {
   readonly #swap: TokenSwap
   #pending: Buffer = EMPTY
   /** Bytes of the current frame still to pass as they are. */
   #passing = 0
+  #refused = false
 
   constructor(swap: TokenSwap) {
     super()
@@ -91,7 +101,7 @@ export class PhoenixTokenSwap extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    if (this.#pending.length > 0) this.push(this.#pending)
+    if (this.#pending.length > 0 && !this.#refused) this.push(this.#pending)
     done()
   }
 
@@ -99,6 +109,7 @@ export class PhoenixTokenSwap extends Transform {
     let rest = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk])
     this.#pending = EMPTY
     while (rest.length > 0) {
+      if (this.#refused) return
       if (this.#passing > 0) {
         const n = Math.min(this.#passing, rest.length)
         this.push(rest.subarray(0, n))
@@ -123,12 +134,15 @@ export class PhoenixTokenSwap extends Transform {
         this.#pending = rest
         return
       }
-      this.push(await this.#rewrite(rest.subarray(0, total), head))
+      const frame = await this.#rewrite(rest.subarray(0, total), head)
+      if (frame === undefined) return
+      this.push(frame)
       rest = rest.subarray(total)
     }
   }
 
-  async #rewrite(frame: Buffer, head: FrameHead): Promise<Buffer> {
+  /** The frame to send on, or undefined when its stand-in was refused (nothing more is sent). */
+  async #rewrite(frame: Buffer, head: FrameHead): Promise<Buffer | undefined> {
     const mask = frame.subarray(head.size - 4, head.size)
     const payload = Buffer.from(frame.subarray(head.size))
     for (let i = 0; i < payload.length; i++) payload[i]! ^= mask[i % 4]!
@@ -146,6 +160,11 @@ export class PhoenixTokenSwap extends Transform {
     if (typeof body !== 'object' || body === null || typeof body.access_token !== 'string') return frame
     const real = await this.#swap(body.access_token)
     if (real === undefined) return frame
+    if (typeof real !== 'string') {
+      this.#refused = true
+      this.emit('refused', real.refused)
+      return undefined
+    }
     body.access_token = real
     return maskedTextFrame(JSON.stringify(message))
   }
@@ -182,21 +201,27 @@ export function phoenixSwap(
   }
   return new PhoenixTokenSwap(async (token) => {
     if (!sessions.standIns.isAccess(token)) return undefined
+    // As on the HTTP routes (401 there), a stand-in that does not stand for the handshake's session
+    // is not sent on: Realtime never sees it, and the socket is closed.
+    let fault: string | undefined = 'retired'
     try {
-      const active = await sessions.use(
-        id,
-        { clientIp: context.clientIp, requestId: context.requestId },
-        { revalidate: true },
-      )
-      const fault =
-        active === undefined
-          ? 'session ended'
-          : sessions.standIns.checkAccess(token, active.handle, Math.floor(sessions.now() / 1000))
-      if (fault === undefined) return active!.session.accessToken
-      context.log.info({ reason: fault }, 'cookie session: a stand-in on the socket was not swapped')
+      if (!sessions.standIns.isRetired(token)) {
+        const active = await sessions.use(
+          id,
+          { clientIp: context.clientIp, requestId: context.requestId },
+          { revalidate: true },
+        )
+        fault =
+          active === undefined
+            ? 'session_ended'
+            : sessions.standIns.checkAccess(token, active.handle, Math.floor(sessions.now() / 1000))
+        if (fault === undefined) return active!.session.accessToken
+      }
     } catch (err) {
       context.log.warn({ err }, 'cookie session: a stand-in on the socket could not be swapped')
+      return { refused: 'session_unavailable' }
     }
-    return undefined
+    context.log.info({ reason: fault }, 'cookie session: a stand-in on the socket was refused')
+    return { refused: fault }
   })
 }

@@ -24,13 +24,26 @@ const KID_PREFIX = 'authgate-stand-in:'
 const REFRESH_PREFIX = 'agr.'
 const INFO = 'authgate stand-in tokens'
 
-/** Why a presented stand-in does not stand for the request's session. */
-export type StandInFault = 'forged' | 'expired' | 'other_session'
+/**
+ * Why a presented stand-in does not stand for the request's session; `retired`: made under a key
+ * AUTHGATE_SESSION_KEYS no longer lists.
+ */
+export type StandInFault = 'forged' | 'retired' | 'expired' | 'other_session'
 
 const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url')
 
 /** The header segment of an access stand-in made under key `kid` (always the same bytes). */
 const headOf = (kid: string) => b64(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: KID_PREFIX + kid }))
+
+/**
+ * What every access stand-in's header segment starts with, whatever its key: the base64url of the
+ * header's bytes up to the key id, cut to whole 3-byte groups so its characters never depend on
+ * what follows.
+ */
+const HEAD_START = (() => {
+  const fixed = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: KID_PREFIX }).slice(0, -2))
+  return b64(fixed.subarray(0, fixed.length - (fixed.length % 3)))
+})()
 
 function equal(a: string, b: string): boolean {
   const x = Buffer.from(a)
@@ -92,11 +105,26 @@ export class StandIns {
   }
 
   /**
-   * Whether a bearer token is an access stand-in of a configured key (by its header segment alone:
-   * it may still be forged). Anything else is a real token to the gate, and verified as one.
+   * Whether a bearer token has the shape of an access stand-in (by its header segment alone: it may
+   * still be forged), a configured key's or one taken out of AUTHGATE_SESSION_KEYS since: the gate
+   * refuses the latter itself, never taking it for the request's own real token. Anything else is
+   * a real token to the gate, and verified as one.
    */
   isAccess(token: string): boolean {
-    return this.#accessKid(token) !== undefined
+    return this.#accessKid(token) !== undefined || this.isRetired(token)
+  }
+
+  /** Whether a bearer token is an access stand-in made under a key no longer configured (by its shape). */
+  isRetired(token: string): boolean {
+    if (!token.startsWith(HEAD_START) || this.#accessKid(token) !== undefined) return false
+    const dot = token.indexOf('.')
+    if (dot <= 0 || dot > 256) return false
+    try {
+      const head = JSON.parse(Buffer.from(token.slice(0, dot), 'base64url').toString('utf8')) as { kid?: unknown }
+      return typeof head.kid === 'string' && head.kid.startsWith(KID_PREFIX)
+    } catch {
+      return false
+    }
   }
 
   /** Whether a refresh token is a refresh stand-in (by its shape alone). */
@@ -112,6 +140,7 @@ export class StandIns {
   /** Whether an access stand-in stands for the session of `handle` now: undefined when it does. */
   checkAccess(token: string, handle: string, nowSeconds: number): StandInFault | undefined {
     const kid = this.#accessKid(token)
+    if (kid === undefined && this.isRetired(token)) return 'retired'
     const last = token.lastIndexOf('.')
     const mac = kid === undefined ? undefined : this.#mac(kid, token.slice(0, last))
     if (mac === undefined || !equal(mac, token.slice(last + 1))) return 'forged'

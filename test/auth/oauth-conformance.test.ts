@@ -77,6 +77,15 @@ describe('withIssuer', () => {
     assert.equal(withIssuer('https://c.example/cb?code=1&iss=other', 'i'), undefined)
     assert.equal(withIssuer('/relative?code=1', 'i'), undefined)
   })
+  test('reads the location as Supabase Auth, which wrote it, reads a query', () => {
+    // A pair holding `;` or a bad escape is no parameter to Go: no `code`, no `iss`.
+    assert.equal(withIssuer('https://c.example/cb?code=1;', 'i'), undefined)
+    assert.equal(withIssuer('https://c.example/cb?code=%zz', 'i'), undefined)
+    assert.equal(withIssuer('https://c.example/cb?code=1&iss=x;', 'i'), 'https://c.example/cb?code=1&iss=x;&iss=i')
+    // An encoded name is the same name; the fragment is not the query.
+    assert.equal(withIssuer('https://c.example/cb?c%6Fde=1', 'i'), 'https://c.example/cb?c%6Fde=1&iss=i')
+    assert.equal(withIssuer('https://c.example/cb#code=1', 'i'), undefined)
+  })
 })
 
 describe('backendIssuer', () => {

@@ -1,11 +1,24 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { backendQuery, backendValues, queryUnescape } from '../../src/auth/go-values.ts'
+import { backendPairs, backendQuery, backendUrlQuery, backendValues, queryUnescape } from '../../src/core/go-values.ts'
 import { MemoryStore } from '../../src/ratelimit/memory-store.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
 import { withFakeBackend } from '../support/app.ts'
 
 describe('query values as Go reads them', () => {
+  it('pairs keep their bytes, with what Go reads of each; a URL is read up to its fragment', () => {
+    assert.deepEqual(backendPairs('a=1&b=2;&c%5F=%zz&d%5F=x+y&&e'), [
+      { raw: 'a=1', read: { key: 'a', value: '1' } },
+      { raw: 'b=2;' },
+      { raw: 'c%5F=%zz' },
+      { raw: 'd%5F=x+y', read: { key: 'd_', value: 'x y' } },
+      { raw: '' },
+      { raw: 'e', read: { key: 'e', value: '' } },
+    ])
+    assert.deepEqual(backendPairs(''), [])
+    assert.ok(backendPairs('a=1' + '&x'.repeat(10_000)).every((p) => p.read === undefined))
+    assert.deepEqual({ ...backendUrlQuery('https://c.example/cb?code=1;&error=e#code=2') }, { error: 'e' })
+  })
   it('takes the first value of a repeated name, `+` as a space', () => {
     assert.deepEqual(
       { ...backendQuery('/token?grant_type=password&grant_type=refresh_token') },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { backendQuery } from '../../src/auth/go-values.ts'
+import { backendQuery } from '../../src/core/go-values.ts'
 import { brokenRequirement, describeRequirements } from '../../src/auth/query-requirements.ts'
 import type { QueryRequirement } from '../../src/auth/routes/entry.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'

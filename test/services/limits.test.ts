@@ -1,8 +1,22 @@
 import assert from 'node:assert/strict'
+import { request } from 'node:http'
 import { test } from 'node:test'
 import { AuthgateConfigError } from '../../src/config/env.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
-import { PUBLISHABLE, withServices } from './support.ts'
+import { PUBLISHABLE, values, withServices } from './support.ts'
+
+/** A GET of /rest/v1/todos with the headers exactly as listed (a name twice is sent twice): its status. */
+function rawGet(base: string, headers: Array<[string, string]>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(`${base}/rest/v1/todos`)
+    const req = request(url, { headers: ['host', url.host, ...headers.flat()] }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode!))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
 
 const limited = (routes: string) =>
   loadRateLimitSettings({ AUTHGATE_RATE_LIMITED_ROUTES: 'none', AUTHGATE_RATE_LIMIT_ROUTES: routes })
@@ -101,4 +115,88 @@ test('per-user routes are checked like the per-client ones', async () => {
   assert.equal(config('GET /rest/v1/*=5/1s').userLimits.get('GET /rest/v1/*')?.limit, 5)
   assert.throws(() => config('POST /signup=5/1s'), /no such service route/)
   assert.throws(() => config('GET /rest/v1/*=5/1s,POST /rest/v1/*=6/1s'), /share one bucket/)
+})
+
+test('per user with cookie sessions: a stand-in counts for the real user behind it, and no second header moves the count', async () => {
+  const { randomBytes } = await import('node:crypto')
+  const { generateKeyPair, exportJWK, SignJWT } = await import('jose')
+  const { publicKey, privateKey } = await generateKeyPair('ES256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }
+  const token = (sub: string) =>
+    new SignJWT({ role: 'authenticated' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setSubject(sub)
+      .setExpirationTime('1h')
+      .sign(privateKey)
+  const ada = await token('ada')
+  const grace = await token('grace')
+  const h = await withServices(
+    { userRateLimitRoutes: 'GET /rest/v1/*=2/1m' },
+    {},
+    { rateLimit: limited(''), sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }] } },
+  )
+  try {
+    h.upstream.handler = (req, res) => {
+      if (req.url === '/auth/.well-known/jwks.json')
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }))
+      if (req.url?.startsWith('/auth/token'))
+        return void res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ access_token: ada, refresh_token: 'r', expires_in: 3600, user: { id: 'ada' } }))
+      res.writeHead(200, { 'content-type': 'application/json' }).end('[]')
+    }
+    const signIn = await fetch(`${h.url}/auth/token?grant_type=password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"email":"ada@example.com","password":"secret123"}',
+    })
+    const cookie = signIn.headers
+      .getSetCookie()
+      .find((c) => c.includes('authgate-session='))!
+      .split(';')[0]!
+    const standIn = ((await signIn.json()) as { access_token: string }).access_token
+    assert.notEqual(standIn, ada)
+    const get = (headers: Record<string, string>) =>
+      fetch(`${h.url}/rest/v1/todos`, { headers: { apikey: PUBLISHABLE, ...headers } })
+    const asAda = { authorization: `Bearer ${standIn}`, cookie }
+    const first = await get(asAda)
+    assert.equal(first.status, 200, await first.clone().text())
+    assert.equal((await get(asAda)).status, 200)
+    const refused = await get(asAda)
+    assert.equal(refused.status, 429, 'the stand-in spends the real user’s bucket')
+    assert.equal(((await refused.json()) as { code: string }).code, 'over_request_rate_limit')
+    // The same user with the real token shares the bucket: the limit is the user's, not the token's.
+    assert.equal((await get({ authorization: `Bearer ${ada}` })).status, 429)
+    // Another user's real token beside the stand-in (as the key, in a second Authorization) does not
+    // make the request grace's: ada's spent bucket answers, nothing is forwarded.
+    const sent = h.upstream.requests.length
+    assert.equal((await get({ ...asAda, apikey: grace })).status, 429)
+    const twice = await rawGet(h.url, [
+      ['apikey', PUBLISHABLE],
+      ['cookie', cookie],
+      ['authorization', `Bearer ${standIn}`],
+      ['authorization', `Bearer ${grace}`],
+    ])
+    assert.equal(twice, 429)
+    assert.equal(h.upstream.requests.length, sent, 'nothing forwarded')
+    // A stand-in without its cookie spends nobody's bucket: it is refused, as without a limit.
+    const bare = await get({ authorization: `Bearer ${standIn}` })
+    assert.equal(bare.status, 401)
+    assert.equal(((await bare.json()) as { code: string }).code, 'session_not_found')
+    assert.equal((await get({ authorization: `Bearer ${grace}` })).status, 200, 'grace has her own bucket')
+    // Her real token first, ada's stand-in second: hers is the token (Node.js, and the services,
+    // read the first), and hers the bucket.
+    const graceFirst = [
+      ['apikey', PUBLISHABLE],
+      ['cookie', cookie],
+      ['authorization', `Bearer ${grace}`],
+      ['authorization', `Bearer ${standIn}`],
+    ] as Array<[string, string]>
+    assert.equal(await rawGet(h.url, graceFirst), 200)
+    assert.equal(await rawGet(h.url, graceFirst), 429)
+    // The line sent first is hers too (PostgREST, Storage and Node.js read the first one).
+    assert.equal(values(h.upstream.requests.at(-1)!, 'authorization')[0], `Bearer ${grace}`)
+  } finally {
+    await h.close()
+  }
 })

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
+import { StandIns } from '../../src/sessions/stand-ins.ts'
 import { PUBLISHABLE, ANON, withServices, type ServicesHarness } from './support.ts'
 
 // In a suite, so that a run whose name pattern matches none of these tests starts no harness.
@@ -71,5 +72,27 @@ describe('a cookie session on the services', () => {
     assert.equal(changed.status, 401)
     assert.equal(((await changed.json()) as { code: string }).code, 'bad_jwt')
     assert.equal(h.upstream.requests.length, before)
+  })
+
+  test('a stand-in made under a key no longer configured is 401 bad_jwt on every service, nothing sent on', async () => {
+    const id = cookie.split('=')[1]!
+    const active = (await h.app.authgate.sessions!.sessions.load(id))!
+    const stale = new StandIns([{ id: 'ka', key: randomBytes(32) }]).access(
+      active.handle,
+      active.session.accessToken,
+      active.session.expiresAt,
+    )
+    const before = h.upstream.requests.length
+    for (const path of ['/rest/v1/todos', '/storage/v1/object/docs/a.txt', '/functions/v1/hello', '/graphql/v1']) {
+      const bare: Record<string, string> = { authorization: `Bearer ${stale}` }
+      for (const headers of [{ ...bare, cookie }, bare]) {
+        const res = await call(path, headers)
+        assert.equal(res.status, 401, path)
+        const body = (await res.json()) as { code: string; message: string }
+        assert.equal(body.code, 'bad_jwt', path)
+        assert.match(body.message, /key authgate no longer holds/)
+      }
+    }
+    assert.equal(h.upstream.requests.length, before, 'nothing reached a service')
   })
 })

@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { test } from 'node:test'
+import { maskedTextFrame } from '../../src/sessions/socket-swap.ts'
+import { StandIns } from '../../src/sessions/stand-ins.ts'
 import { ANON, PUBLISHABLE, withServices } from './support.ts'
 
 interface SocketUpstream {
   url: string
   handshakes: IncomingMessage[]
   sockets: Duplex[]
+  /** Every byte the upstream received after its handshakes, in order. */
+  received: Buffer[]
   /** How the next handshake is answered: accepted (echoing what it receives) or refused. */
   mode: 'accept' | 'refuse'
   close(): Promise<void>
@@ -22,6 +26,7 @@ async function startSocketUpstream(): Promise<SocketUpstream> {
     url: '',
     handshakes: [],
     sockets: [],
+    received: [],
     mode: 'accept',
     close: () =>
       new Promise((resolve) => {
@@ -49,7 +54,10 @@ async function startSocketUpstream(): Promise<SocketUpstream> {
         '\r\n',
     )
     state.sockets.push(socket)
-    socket.on('data', (c: Buffer) => socket.write(c))
+    socket.on('data', (c: Buffer) => {
+      state.received.push(c)
+      socket.write(c)
+    })
     socket.on('error', () => socket.destroy())
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -91,6 +99,27 @@ function handshake(port: number, target: string, extra = ''): Promise<Client> {
         `${extra}\r\n`,
     )
   })
+}
+
+/** The texts of the whole masked client frames in `data` (RFC 6455 §5.2). */
+function clientTexts(data: Buffer): string[] {
+  const out: string[] = []
+  let at = 0
+  while (at + 2 <= data.length) {
+    let length = data[at + 1]! & 0x7f
+    let offset = at + 2
+    if (length === 126) {
+      length = data.readUInt16BE(offset)
+      offset += 2
+    }
+    if (offset + 4 + length > data.length) break
+    const mask = data.subarray(offset, offset + 4)
+    const payload = Buffer.from(data.subarray(offset + 4, offset + 4 + length))
+    for (let i = 0; i < payload.length; i++) payload[i]! ^= mask[i % 4]!
+    out.push(payload.toString())
+    at = offset + 4 + length
+  }
+  return out
 }
 
 async function until(check: () => boolean, ms = 3000): Promise<void> {
@@ -342,6 +371,62 @@ test('the socket handshake derives the client as the HTTP routes do: ports dropp
     assert.match(twice.head, /^HTTP\/1\.1 400 /)
     await twice.closed
     assert.equal(up.handshakes.length, 1)
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
+test('with cookie sessions, a stand-in the socket cannot swap is not sent on: the socket closes with 1008', async () => {
+  const up = await startSocketUpstream()
+  const key = { id: 'k1', key: randomBytes(32) }
+  const h = await withServices({ urls: { realtime: up.url } }, {}, { sessions: { mode: 'on', keys: [key] } })
+  h.upstream.handler = (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end('{"access_token":"real-access","refresh_token":"real-refresh","expires_in":3600,"user":{"id":"u"}}')
+  }
+  const signIn = await fetch(`${h.url}/auth/token?grant_type=password`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"email":"a@example.com","password":"secret123"}',
+  })
+  const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+  const standIn = ((await signIn.json()) as { access_token: string }).access_token
+  const active = (await h.app.authgate.sessions!.sessions.load(cookie.split('=')[1]!))!
+  const stale = new StandIns([{ id: 'ka', key: randomBytes(32) }]).access(active.handle, 'real-access', 9_999_999_999)
+  const join = (token: string, ref: string) =>
+    maskedTextFrame(JSON.stringify([ref, ref, 'realtime:room', 'phx_join', { config: {}, access_token: token }]))
+  const open = () =>
+    handshake(
+      Number(new URL(h.url).port),
+      `/realtime/v1/websocket?apikey=${PUBLISHABLE}&vsn=2.0.0`,
+      `Cookie: ${cookie}\r\nOrigin: http://api.example.test\r\n`,
+    )
+  try {
+    // A stand-in of the session is swapped: Realtime gets the real token.
+    const client = await open()
+    assert.match(client.head, / 101 /)
+    client.socket.write(join(standIn, '1'))
+    await until(() => clientTexts(Buffer.concat(up.received)).length === 1)
+    assert.equal(JSON.parse(clientTexts(Buffer.concat(up.received))[0]!)[4].access_token, 'real-access')
+    const sent = Buffer.concat(up.received).length
+    // Then one made under a key no longer configured, and a message after it: neither reaches
+    // Realtime; the client gets a close frame 1008 naming the fault, and the socket ends.
+    client.socket.write(Buffer.concat([join(stale, '2'), join(standIn, '3')]))
+    await client.closed
+    assert.equal(Buffer.concat(up.received).length, sent, 'nothing more reached Realtime')
+    const tail = client.received().subarray(client.received().lastIndexOf(0x88))
+    assert.equal(tail.readUInt16BE(2), 1008)
+    assert.equal(tail.subarray(4).toString(), 'stand-in token refused: retired')
+    // Another session's stand-in (valid key) is refused the same way, as the HTTP routes refuse it.
+    const other = await open()
+    const foreign = new StandIns([key]).access('another-handle', 'real-access', 9_999_999_999)
+    const before = Buffer.concat(up.received).length
+    other.socket.write(join(foreign, '1'))
+    await other.closed
+    assert.equal(Buffer.concat(up.received).length, before)
+    const last = other.received().subarray(other.received().lastIndexOf(0x88))
+    assert.equal(last.subarray(4).toString(), 'stand-in token refused: other_session')
   } finally {
     await h.close()
     await up.close()

@@ -6,6 +6,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { defineRoute } from '../../src/routes-dsl/define-route.ts'
 import { sessionHandle } from '../../src/sessions/crypto.ts'
 import { MemorySessionStore } from '../../src/sessions/memory-store.ts'
+import { StandIns } from '../../src/sessions/stand-ins.ts'
 import { buildApp } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
@@ -435,6 +436,35 @@ describe('cookie sessions through the mounted routes and the protect hook', () =
     assert.deepEqual(forwarded, ['/token?grant_type=password', '/token?grant_type=refresh_token'])
   })
 
+  it('a stand-in made under a key taken out of AUTHGATE_SESSION_KEYS: 401 bad_jwt, nothing forwarded', async () => {
+    const res = await signIn()
+    const cookie = cookieOf(res)
+    const active = await h.app.authgate.sessions!.sessions.load(cookie.split(';')[0]!.split('=')[1]!)
+    // What the page still holds after `ka` was removed: a stand-in of this very session, made under `ka`.
+    const removed = new StandIns([{ id: 'ka', key: randomBytes(32) }])
+    const stale = removed.access(active!.handle, active!.session.accessToken, active!.session.expiresAt)
+    const bearer = { authorization: `Bearer ${stale}` }
+    const before = h.backend.requests.length
+    for (const [path, headers] of [
+      ['/auth/user', bearer],
+      ['/me', bearer],
+      ['/auth/reauthenticate', bearer],
+    ] as const) {
+      for (const withCookie_ of [true, false]) {
+        const answer = withCookie_
+          ? await withCookie(cookie, 'GET', path, headers)
+          : await h.app.inject({ method: 'GET', url: path, headers: { host: HOST, ...headers } })
+        assert.equal(answer.statusCode, 401, `${path} ${answer.body}`)
+        assert.equal(answer.json().error_code, 'bad_jwt', path)
+        assert.match(answer.json().msg, /key authgate no longer holds/, path)
+      }
+    }
+    assert.equal(h.backend.requests.length, before, 'nothing forwarded')
+    // The session itself still works with the cookie alone, or a stand-in of a listed key.
+    const user = await withCookie(cookie, 'GET', '/auth/user')
+    assert.equal(user.json().authorization, `Bearer ${active!.session.accessToken}`)
+  })
+
   it('the refresh stand-in: authgate refreshes with the real refresh token and answers new stand-ins', async () => {
     const res = await signIn()
     const cookie = cookieOf(res)
@@ -759,15 +789,70 @@ describe('cookie sessions with AUTHGATE_SESSION_OAUTH_CONSENT set (a consent pag
         url: `/auth/user/identities/authorize?provider=github${query}`,
         headers: { host: HOST, cookie, 'sec-fetch-site': 'same-origin' },
       })
-    // Supabase Auth reads the first value: an empty first one is no PKCE.
-    for (const query of ['', '&code_challenge=', '&code_challenge=&code_challenge=abc&code_challenge_method=s256']) {
+    // Supabase Auth reads the query with Go's ParseQuery and takes the first value: an empty first
+    // one is no PKCE, nor is a pair Go drops (a `;` in it, a bad escape), nor another name.
+    for (const query of [
+      '',
+      '&code_challenge=',
+      '&code_challenge=&code_challenge=abc&code_challenge_method=s256',
+      '&code_challenge=abc;',
+      '&code_challenge=abc;&code_challenge_method=s256',
+      '&code_challenge=%zz',
+      '&code_challenge=abc%',
+      '&code_challenge;=abc',
+      '&code_challenge%3Dabc',
+      '&code_challenge%3D=abc',
+      '&code_challenge=abc;&code_challenge=',
+      '&code%ZZchallenge=abc',
+    ]) {
       const refused = await link(query)
       assert.equal(refused.statusCode, 403, query)
+      assert.equal(refused.json().error_code, 'session_cookie_refused', query)
       assert.match(refused.json().msg, /needs PKCE/)
     }
     assert.equal(h.backend.requests.length, 0)
-    const pkce = await link('&code_challenge=abc&code_challenge_method=s256')
-    assert.equal(pkce.json().authorization, 'Bearer a')
+    // What Go does read as a challenge: an encoded name, the first of several, one after a dropped pair.
+    for (const query of [
+      '&code_challenge=abc&code_challenge_method=s256',
+      '&code%5Fchallenge=abc&code_challenge_method=s256',
+      '&code_challenge=abc&code_challenge=',
+      '&code_challenge=%zz&code_challenge=abc',
+      '&code_challenge=x;&code_challenge=abc',
+    ]) {
+      const pkce = await link(query)
+      assert.equal(pkce.statusCode, 200, query)
+      assert.equal(pkce.json().authorization, 'Bearer a', query)
+    }
+  })
+
+  it("the page's refresh is told by the grant_type Supabase Auth reads", async () => {
+    h.backend.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(`{"access_token":"a${Date.now()}","refresh_token":"r2","expires_in":3600,"user":{"id":"u"}}`)
+    }
+    const signIn = await h.app.inject({
+      method: 'POST',
+      url: '/auth/token?grant_type=password',
+      headers: { 'content-type': 'application/json', host: HOST },
+      payload: '{"email":"a@example.com","password":"secret123"}',
+    })
+    const cookie = cookieOf(signIn).split(';')[0]!
+    const { refresh_token: standIn } = signIn.json() as { refresh_token: string }
+    const stored = await h.app.authgate.sessions!.sessions.load(cookie.split('=')[1]!)
+    h.backend.requests.length = 0
+    // Go drops `grant_type=%zz` and reads refresh_token: authgate refreshes, the stand-in is never sent.
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/auth/token?grant_type=%zz&grant_type=refresh_token',
+      headers: { 'content-type': 'application/json', host: HOST, cookie, origin: OWN },
+      payload: JSON.stringify({ refresh_token: standIn }),
+    })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal((res.json() as { refresh_token: string }).refresh_token, standIn)
+    assert.deepEqual(
+      h.backend.requests.map((r) => [r.target, JSON.parse(r.body.toString()).refresh_token]),
+      [['/token?grant_type=refresh_token', stored!.session.refreshToken]],
+    )
   })
 
   it('the document names the refusal on the consent routes', async () => {

@@ -56,7 +56,20 @@ describe('stand-ins', () => {
     assert.equal(rotated.checkAccess(access, 'h', 1000), undefined)
     assert.ok(rotated.checkRefresh(old.refresh('h'), 'h'))
     assert.match(rotated.refresh('h'), /^agr\.k2\./)
-    // Dropped keys: refused.
-    assert.equal(new StandIns([k2]).checkAccess(access, 'h', 1000), 'forged')
+    // A dropped key's stand-in is still told apart from a real token, by its shape, and refused as retired.
+    const dropped = new StandIns([k2])
+    assert.ok(dropped.isAccess(access))
+    assert.ok(dropped.isRetired(access))
+    assert.equal(dropped.checkAccess(access, 'h', 1000), 'retired')
+    assert.ok(!rotated.isRetired(access), 'a listed key is not retired')
+    for (const id of ['a', 'ab', 'abc', 'k-_9'.repeat(8)]) {
+      const other = new StandIns([{ id, key: randomBytes(32) }]).access('h', REAL, 2000)
+      assert.ok(dropped.isRetired(other), id)
+    }
+    // Not a stand-in: a real token, a header naming another kid, a token that only starts alike.
+    assert.ok(!dropped.isRetired(REAL))
+    const otherKid = `${b64({ alg: 'HS256', typ: 'JWT', kid: 'someone-else' })}.${b64({ sub: 'u' })}.sig`
+    assert.ok(!dropped.isAccess(otherKid))
+    assert.ok(!dropped.isRetired(`${access.split('.')[0]!.slice(0, 50)}.x.y`))
   })
 })

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { heldJson, type HeldAnswer } from '../../core/held-answer.ts'
 import { isRecord } from '../../core/is-record.ts'
 import { sendError } from '../../errors.ts'
+import { backendPairs, backendValues } from '../../core/go-values.ts'
 import { isClientIdUrl } from './document.ts'
 import type { ClientMetadataRegistry, Unusable } from './registry.ts'
 
@@ -35,34 +36,21 @@ const translatedQueries = new WeakMap<FastifyRequest, string>()
 /** The query string to forward in place of the request's (with its `?`), when one was translated. */
 export const forwardedQuery = (request: FastifyRequest): string | undefined => translatedQueries.get(request)
 
-/** A decoded form key, as Go's `url.ParseQuery` decodes it (`+` is a space); undefined when malformed. */
-function formKey(raw: string): string | undefined {
-  try {
-    return decodeURIComponent(raw.replace(/\+/g, ' '))
-  } catch {
-    return undefined
-  }
-}
-
 /**
- * The first `client_id` of a form-encoded string (query or body) as Go reads it, and the string
- * with every `client_id` replaced by one `client_id=<id>` where the first stood; the other pairs
- * keep their bytes.
+ * The first `client_id` of a form-encoded string (query or body) as Go reads it (a pair Go drops
+ * does not count), and the string with every `client_id` Go reads replaced by one
+ * `client_id=<id>` where the first stood; the other pairs keep their bytes.
  */
 export function formClientId(form: string): { value: string; with(id: string): string } | undefined {
-  const pairs = form === '' ? [] : form.split('&')
-  const at = pairs.findIndex((p) => formKey(p.split('=', 1)[0]!) === 'client_id')
+  const pairs = backendPairs(form)
+  const at = pairs.findIndex((p) => p.read?.key === 'client_id')
   if (at === -1) return undefined
-  const raw = pairs[at]!
-  const eq = raw.indexOf('=')
-  const value = eq === -1 ? '' : formKey(raw.slice(eq + 1))
-  if (value === undefined) return undefined
   return {
-    value,
+    value: pairs[at]!.read!.value,
     with: (id) =>
       pairs
-        .map((p, i) => (i === at ? `client_id=${encodeURIComponent(id)}` : p))
-        .filter((p, i) => i === at || formKey(p.split('=', 1)[0]!) !== 'client_id')
+        .filter((p, i) => i === at || p.read?.key !== 'client_id')
+        .map((p) => (p === pairs[at] ? `client_id=${encodeURIComponent(id)}` : p.raw))
         .join('&'),
   }
 }
@@ -94,8 +82,8 @@ export async function authorizeClientId(request: FastifyRequest, reply: FastifyR
   if ('answered' in got) return got.answered
   const resolved = got.value
   if (!resolved.ok) return refuse(request, reply, found.value, resolved)
-  const redirect = new URLSearchParams(query).get('redirect_uri')
-  if (redirect !== null && redirect !== '' && !resolved.document.redirectUris.includes(redirect)) {
+  const redirect = backendValues(query).redirect_uri
+  if (redirect !== undefined && redirect !== '' && !resolved.document.redirectUris.includes(redirect)) {
     request.log.warn(
       { clientId: found.value, redirectUri: redirect },
       'client metadata: redirect_uri not in the document',

@@ -40,3 +40,49 @@ test('a mapping store that cannot answer is 503 client_metadata_unavailable, and
     await h.close()
   }
 })
+
+test("a document's redirect_uri and client_id are read as Supabase Auth reads the query", async () => {
+  const h = await withFakeBackend({}, { clientMetadata: { origins: 'any' } })
+  const DOC = 'https://app.example.com/mcp.json'
+  const UUID = '00000000-0000-4000-8000-000000000001'
+  // The registry's answer for the document, without fetching it: only the query's reading is tried here.
+  const registry = {
+    resolve: async () => ({ ok: true, id: UUID, document: { redirectUris: ['https://app.example.com/cb'] } }),
+  }
+  ;(h.app.authgate as { clientMetadata: unknown }).clientMetadata = registry
+  const authorize = (query: string) =>
+    h.app.inject({ method: 'GET', url: `/auth/oauth/authorize?response_type=code&${query}` })
+  try {
+    const client = `client_id=${encodeURIComponent(DOC)}`
+    // Go drops a pair holding `;` or a bad escape: the redirect_uri it reads is the document's.
+    for (const redirect of ['redirect_uri=https://evil.example/cb;&', 'redirect_uri=%zz&', 'redirect_uri;=x&']) {
+      h.backend.requests.length = 0
+      const res = await authorize(`${client}&${redirect}redirect_uri=https://app.example.com/cb`)
+      assert.equal(res.statusCode, 200, `${redirect}: ${res.body}`)
+      assert.equal(h.backend.requests.length, 1)
+      assert.match(h.backend.requests[0]!.target, new RegExp(`client_id=${UUID}`))
+    }
+    // And the other way: the first redirect_uri Go reads is not the document's, whatever comes after.
+    for (const query of [
+      'redirect_uri=https://evil.example/cb&redirect_uri=https://app.example.com/cb',
+      'redirect%5Furi=https://evil.example/cb',
+      'redirect_uri=https://app.example.com/cb;&redirect_uri=https://evil.example/cb',
+    ]) {
+      h.backend.requests.length = 0
+      const res = await authorize(`${client}&${query}`)
+      assert.equal(res.statusCode, 400, query)
+      assert.match(res.json().msg, /redirect_uri/)
+      assert.equal(h.backend.requests.length, 0)
+    }
+    // A client_id pair Go drops is no client_id: the next one is the document's URL, and translated.
+    h.backend.requests.length = 0
+    const res = await authorize(`client_id=x;&${client}&redirect_uri=https://app.example.com/cb`)
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal(
+      h.backend.requests[0]!.target,
+      `/oauth/authorize?response_type=code&client_id=x;&client_id=${UUID}&redirect_uri=https://app.example.com/cb`,
+    )
+  } finally {
+    await h.close()
+  }
+})

@@ -37,6 +37,32 @@ export function queryUnescape(text: string): string | undefined {
 const NO_INHERITED: object = Object.freeze(Object.create(null) as object)
 const valuesRecord = (): Record<string, string> => Object.create(NO_INHERITED) as Record<string, string>
 
+/** One `&`-separated pair of a query as it came, and its name and value where Go reads it. */
+export interface BackendPair {
+  /** The pair's bytes, as they came. */
+  raw: string
+  /** Decoded name and value; absent for a pair Go drops (a `;`, a bad `%` escape, empty). */
+  read?: { key: string; value: string }
+}
+
+/**
+ * Every pair of a query or form body in order, each with what Go reads of it: for code that
+ * rewrites a query pair by pair (the bytes of the others kept) and must agree with the backend on
+ * which pairs count. Beyond Go's pair limit, none is read.
+ */
+export function backendPairs(text: string): BackendPair[] {
+  if (text === '') return []
+  const parts = text.split('&')
+  const readable = parts.length <= MAX_QUERY_PAIRS
+  return parts.map((raw) => {
+    if (!readable || raw === '' || raw.includes(';')) return { raw }
+    const eq = raw.indexOf('=')
+    const key = queryUnescape(eq === -1 ? raw : raw.slice(0, eq))
+    const value = key === undefined ? undefined : queryUnescape(eq === -1 ? '' : raw.slice(eq + 1))
+    return value === undefined ? { raw } : { raw, read: { key: key!, value } }
+  })
+}
+
 /** The first value of each name, as the backend reads them. */
 export function backendValues(text: string): Record<string, string> {
   const out = valuesRecord()
@@ -60,4 +86,14 @@ export function backendValues(text: string): Record<string, string> {
 export function backendQuery(target: string): Record<string, string> {
   const q = target.indexOf('?')
   return q === -1 ? valuesRecord() : backendValues(target.slice(q + 1))
+}
+
+/**
+ * The query of an absolute URL Supabase Auth wrote (a redirect's `Location`), as Go reads it:
+ * between the `?` and the fragment.
+ */
+export function backendUrlQuery(url: string): Record<string, string> {
+  const hash = url.indexOf('#')
+  const head = hash === -1 ? url : url.slice(0, hash)
+  return backendQuery(head)
 }
