@@ -654,6 +654,9 @@ describe(
       const first = await authorize('http://localhost:3000/first')
       assert.equal(first.status, 302)
       assert.match(first.headers.get('location')!, /\/oauth\/consent\?authorization_id=/)
+      const registry = stack.gateway.app.authgate.clientMetadata!
+      const before = await registry.idOf(url, stack.gateway.app.log)
+      assert.ok(before.ok)
       docs.documents.set('/changing-client.json', document('http://localhost:3000/second'))
       const second = await authorize('http://localhost:3000/second')
       assert.equal(second.status, 302, 'Supabase Auth knows the new redirect URI')
@@ -661,6 +664,26 @@ describe(
       const old = await authorize('http://localhost:3000/first')
       assert.equal(old.status, 400, 'the old one is no longer the document’s')
       await old.body?.cancel()
+
+      // The client the change replaced still has the old redirect URI at Supabase Auth: named by
+      // its UUID, it is refused at /oauth/authorize and at the token endpoint.
+      const byUuid = new URL(provider.authorizationUrl!)
+      byUuid.searchParams.set('client_id', before.id)
+      byUuid.searchParams.set('redirect_uri', 'http://localhost:3000/first')
+      const replaced = await send(byUuid.href)
+      assert.equal(replaced.status, 400, 'not sent to the consent page')
+      assert.equal(replaced.headers.get('location'), null)
+      assert.match(((await replaced.json()) as { msg: string }).msg, /replaced/)
+      const token = await send(`${stack.publicUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: 'a-refresh-token-of-the-old-client',
+          client_id: before.id,
+        }).toString(),
+      })
+      assert.equal(((await token.json()) as { error: string }).error, 'invalid_client')
     })
 
     it('refuses documents authgate may not use: another origin, a wrong client_id, a secret', async () => {
