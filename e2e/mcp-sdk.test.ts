@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import type { Browser, Page } from 'playwright-core'
 import { localhostCertificate } from '../test/support/localhost-certificate.ts'
 import type { GoTrueClient } from '@supabase/auth-js'
+import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
 import { decodeJws } from './support/jws.ts'
 import { startMcpStack, type McpStack } from './support/mcp-stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
@@ -216,7 +220,43 @@ const sdkParts: McpSdkParts | undefined = await Promise.all(
   .catch(() => undefined)
 
 const CIMD_EMAIL = 'mcp-cimd-user@example.com'
-const CIMD_REDIRECT = 'http://localhost:3000/mcp-cimd/callback'
+/** The client's redirect URI: the test's own server (below), where the browser lands after a decision. */
+let CIMD_REDIRECT = ''
+
+/**
+ * The client application's side in the browser: its redirect URI (a page saying where the browser
+ * landed), and another site's page whose form posts the query's fields to `target` on load.
+ */
+async function startClientSite() {
+  const server = createHttpServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    if (url.pathname !== '/other-site')
+      return void res.end(
+        `<!doctype html><title>Client</title><p>Back at the client with ${url.search.replace(/[<&]/g, '')}</p>`,
+      )
+    const target = url.searchParams.get('target')!
+    url.searchParams.delete('target')
+    const inputs = [...url.searchParams].map(([k, v]) => `<input name="${k}" value="${v}">`).join('')
+    res.end(
+      `<!doctype html><form method="post" action="${target}">${inputs}</form><script>document.forms[0].submit()</script>`,
+    )
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const host = `localhost:${(server.address() as AddressInfo).port}`
+  return {
+    host,
+    origin: `http://${host}`,
+    /** The same server under another site's name (127.0.0.1, not localhost). */
+    otherSite: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    redirect: `http://${host}/mcp-cimd/callback`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
 
 /** The test's own https server of client ID metadata documents: path → document and Cache-Control. */
 async function startDocumentServer(cert: { key: string; cert: string }) {
@@ -244,19 +284,6 @@ async function startDocumentServer(cert: { key: string; cert: string }) {
   }
 }
 
-/** The hidden fields of the page's form, and the text of the page. */
-function formFields(html: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
-    out[m[1]!] = m[2]!
-      .replace(/&quot;/g, '"')
-      .replace(/&#39;/g, "'")
-      .replace(/&lt;/g, '<')
-      .replace(/&gt;/g, '>')
-      .replace(/&amp;/g, '&')
-  return out
-}
-
 /** A provider that names itself by its metadata document's URL. */
 class DocumentProvider extends MemoryProvider {
   readonly clientMetadataUrl: string
@@ -269,12 +296,13 @@ class DocumentProvider extends MemoryProvider {
   }
 }
 
-const cimdUnavailable = unavailable ?? (sdkParts ? undefined : 'needs @modelcontextprotocol/sdk')
+const cimdUnavailable =
+  unavailable ?? (sdkParts ? undefined : 'needs @modelcontextprotocol/sdk') ?? (await chromiumUnavailableReason())
 
 /**
  * The SDK's MCP client names itself by a client ID metadata document the test serves over https;
  * authgate fetches it, registers one Supabase Auth client for it and translates the ids; the user
- * signs in and consents on authgate's own consent page (plain HTTP, as a browser would send it);
+ * signs in and consents on authgate's own consent page in Chromium;
  * the client calls a tool on the SDK's MCP server, refreshes, and the tokens it holds are refused
  * where they were not issued for.
  */
@@ -284,6 +312,8 @@ describe(
   () => {
     let stack: McpStack
     let docs: Awaited<ReturnType<typeof startDocumentServer>>
+    let callbacks: Awaited<ReturnType<typeof startClientSite>>
+    let browser: Browser
     let docUrl: string
     let provider: DocumentProvider
     let callbackCode = ''
@@ -291,6 +321,9 @@ describe(
     const parts = sdkParts!
 
     before(async () => {
+      callbacks = await startClientSite()
+      CIMD_REDIRECT = callbacks.redirect
+      browser = await launchChromium()
       const cert = localhostCertificate()
       docs = await startDocumentServer(cert)
       docUrl = `${docs.origin}/mcp-client.json`
@@ -345,25 +378,14 @@ describe(
       try {
         await stack?.stop()
       } finally {
+        await browser?.close()
+        await callbacks?.close()
         await docs?.close()
       }
     })
 
-    /** Requests to authgate as a browser sends them (redirects not followed), written into `stack.lines`. */
+    /** Requests to authgate from outside a browser (redirects not followed), written into `stack.lines`. */
     const send = (url: string, init: RequestInit = {}) => stack.fetch(url, { redirect: 'manual', ...init })
-    // The page judges Origin against the address authgate was reached at (the test reaches it at 127.0.0.1).
-    const postForm = (fields: Record<string, string>, origin = stack.gateway.url) =>
-      send(`${stack.publicOrigin}/oauth/consent`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          origin,
-          'sec-fetch-site': origin === stack.gateway.url ? 'same-origin' : 'cross-site',
-          'sec-fetch-mode': 'navigate',
-          'sec-fetch-dest': 'document',
-        },
-        body: new URLSearchParams(fields).toString(),
-      })
 
     it('the metadata advertises documents; the SDK names itself by the URL and is sent to authorize', async () => {
       const metadata = (await (
@@ -407,69 +429,129 @@ describe(
       assert.match(((await refused.json()) as { msg: string }).msg, /redirect_uri/)
     })
 
-    it('the page asks an unknown user to sign in, and refuses a POST from another origin', async () => {
-      const page = await send(`${stack.publicOrigin}/oauth/consent?authorization_id=${authorizationId}`, {
-        headers: { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'cross-site' },
-      })
-      assert.equal(page.status, 200)
-      assert.match(page.headers.get('content-security-policy')!, /frame-ancestors 'none'/)
-      assert.match(page.headers.get('content-security-policy')!, /default-src 'none'/)
-      assert.equal(page.headers.get('x-frame-options'), 'DENY')
-      assert.equal(page.headers.get('cache-control'), 'no-store')
-      const html = await page.text()
-      assert.match(html, /name="password"/)
-      assert.doesNotMatch(html, /<script|https?:\/\/(?!localhost)/, 'no script, nothing loaded from elsewhere')
+    /** A page of the consent flow as the user sees it, kept where AUTHGATE_E2E_SCREENSHOTS names a directory. */
+    const screenshot = async (page: Page, name: string) => {
+      const dir = process.env.AUTHGATE_E2E_SCREENSHOTS
+      if (dir) await page.screenshot({ path: join(dir, `consent-page-${name}.png`), fullPage: true })
+    }
+    /** Chromium from the client's authorization URL to authgate's page; the answer of the page's GET. */
+    const openConsentPage = async (page: Page) => {
+      const answer = await page.goto(provider.authorizationUrl!.href)
+      assert.ok(answer)
+      const url = new URL(page.url())
+      assert.equal(url.origin + url.pathname, `${stack.publicOrigin}/oauth/consent`)
+      return { answer, authorizationId: url.searchParams.get('authorization_id')! }
+    }
+    /** Types into the sign-in form and sends it, as the user does; the answer of the page's POST. */
+    const signIn = async (page: Page, password: string) => {
+      await page.fill('#email', CIMD_EMAIL)
+      await page.fill('#password', password)
+      const [answer] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST'),
+        page.click('button[type=submit]'),
+      ])
+      await page.waitForLoadState()
+      return answer
+    }
+    /** Clicks Approve or Deny; the URL the browser was sent back to, at the client. */
+    const decide = async (page: Page, decision: 'Approve' | 'Deny') => {
+      await Promise.all([page.waitForURL((u) => u.href.startsWith(callbacks.redirect)), page.click(`text=${decision}`)])
+      return new URL(page.url())
+    }
 
-      const forged = await postForm(
-        { authorization_id: authorizationId, decision: 'sign_in', email: CIMD_EMAIL, password: PASSWORD },
-        'https://evil.example',
-      )
-      assert.equal(forged.status, 403)
-      await forged.body?.cancel()
-      const wrong = await postForm({
-        authorization_id: authorizationId,
-        decision: 'sign_in',
-        email: CIMD_EMAIL,
-        password: 'not-the-password',
-      })
-      assert.equal(wrong.status, 400)
-      assert.match(await wrong.text(), /not right/)
+    it('the page asks an unknown user to sign in, and a wrong password is refused', async () => {
+      const page = await browser.newPage()
+      try {
+        const { answer } = await openConsentPage(page)
+        assert.equal(answer.status(), 200)
+        const headers = await answer.allHeaders()
+        assert.match(headers['content-security-policy']!, /frame-ancestors 'none'/)
+        assert.match(headers['content-security-policy']!, /default-src 'none'/)
+        assert.equal(headers['x-frame-options'], 'DENY')
+        assert.equal(headers['cache-control'], 'no-store')
+        assert.equal(headers['referrer-policy'], 'same-origin', 'a form POST carries the page’s own Origin')
+        const html = await page.content()
+        assert.doesNotMatch(html, /<script|https?:\/\/(?!localhost)/, 'no script, nothing loaded from elsewhere')
+        await screenshot(page, '1-sign-in')
+
+        const wrong = await signIn(page, 'not-the-password')
+        assert.equal(wrong.status(), 400)
+        assert.match((await page.textContent('[role=alert]')) ?? '', /not right/)
+      } finally {
+        await page.close()
+      }
+    })
+
+    it('a form on another site posting to the page is refused (Chromium sends that site’s Origin)', async () => {
+      const page = await browser.newPage()
+      try {
+        const { authorizationId: id } = await openConsentPage(page)
+        const fields = { authorization_id: id, decision: 'sign_in', email: CIMD_EMAIL, password: PASSWORD }
+        const [answer] = await Promise.all([
+          page.waitForResponse((r) => r.url().startsWith(`${stack.publicOrigin}/oauth/consent`)),
+          page.goto(
+            `${callbacks.otherSite}/other-site?${new URLSearchParams({ target: `${stack.publicOrigin}/oauth/consent`, ...fields })}`,
+          ),
+        ])
+        assert.equal(answer.request().method(), 'POST')
+        assert.equal(answer.status(), 403)
+        await page.waitForLoadState()
+        assert.match((await page.textContent('body')) ?? '', /only be sent from the consent page itself/)
+      } finally {
+        await page.close()
+      }
+    })
+
+    it('deny sends the browser back to the client with access_denied and iss (before any consent is given)', async () => {
+      const page = await browser.newPage()
+      try {
+        await openConsentPage(page)
+        assert.equal((await signIn(page, PASSWORD)).status(), 200)
+        const callback = await decide(page, 'Deny')
+        assert.equal(callback.origin + callback.pathname, callbacks.redirect)
+        assert.equal(callback.searchParams.get('error'), 'access_denied')
+        assert.equal(callback.searchParams.get('iss'), stack.publicUrl)
+        assert.equal(callback.searchParams.get('code'), null)
+        await screenshot(page, '3-after-deny')
+      } finally {
+        await page.close()
+      }
     })
 
     it('signed in, the user sees the client by its URL, where it sends them, the scopes, and approves', async () => {
-      const signedIn = await postForm({
-        authorization_id: authorizationId,
-        decision: 'sign_in',
-        email: CIMD_EMAIL,
-        password: PASSWORD,
-      })
-      assert.equal(signedIn.status, 200)
-      const html = await signedIn.text()
-      assert.match(html, /Todo MCP client/)
-      assert.ok(html.includes(docUrl), "the client id shown is the document's URL")
-      assert.match(html, /<strong>localhost:3000<\/strong>/)
-      assert.match(html, /<code>openid<\/code>/)
-      assert.match(html, /<code>email<\/code>/)
-      assert.match(signedIn.headers.get('content-security-policy')!, /form-action 'self' http:\/\/localhost:3000/)
-      const fields = formFields(html)
-      assert.equal(fields.authorization_id, authorizationId)
-      assert.ok(fields.access_token)
+      const page = await browser.newPage()
+      try {
+        const { authorizationId: id } = await openConsentPage(page)
+        authorizationId = id
+        const signedIn = await signIn(page, PASSWORD)
+        assert.equal(signedIn.status(), 200)
+        const text = (await page.textContent('body')) ?? ''
+        assert.match(text, /Todo MCP client/)
+        assert.ok(text.includes(docUrl), "the client id shown is the document's URL")
+        assert.equal(await page.textContent('strong'), callbacks.host)
+        assert.match(await page.innerHTML('body'), /<code>openid<\/code>/)
+        assert.match(await page.innerHTML('body'), /<code>email<\/code>/)
+        const csp = (await signedIn.allHeaders())['content-security-policy']!
+        assert.ok(csp.includes(`form-action 'self' ${callbacks.origin}`), csp)
+        await screenshot(page, '2-consent')
 
-      // The consent API, asked by the signed-in user directly, names the client by its URL too.
-      const details = await send(`${stack.publicUrl}/oauth/authorizations/${authorizationId}`, {
-        headers: { authorization: `Bearer ${fields.access_token}` },
-      })
-      assert.equal(details.status, 200)
-      assert.equal(((await details.json()) as { client: { id: string } }).client.id, docUrl)
+        // The consent API, asked by the signed-in user directly, names the client by its URL too.
+        const token = await page.inputValue('input[name=access_token]')
+        const details = await send(`${stack.publicUrl}/oauth/authorizations/${authorizationId}`, {
+          headers: { authorization: `Bearer ${token}` },
+        })
+        assert.equal(details.status, 200)
+        assert.equal(((await details.json()) as { client: { id: string } }).client.id, docUrl)
 
-      const approved = await postForm({ ...fields, decision: 'approve' })
-      assert.equal(approved.status, 303)
-      const callback = new URL(approved.headers.get('location')!)
-      assert.equal(callback.origin + callback.pathname, CIMD_REDIRECT)
-      assert.equal(callback.searchParams.get('iss'), stack.publicUrl)
-      assert.equal(callback.searchParams.get('state'), provider.authorizationUrl!.searchParams.get('state'))
-      callbackCode = callback.searchParams.get('code')!
-      assert.ok(callbackCode)
+        const callback = await decide(page, 'Approve')
+        assert.equal(callback.origin + callback.pathname, callbacks.redirect)
+        assert.equal(callback.searchParams.get('iss'), stack.publicUrl)
+        assert.equal(callback.searchParams.get('state'), provider.authorizationUrl!.searchParams.get('state'))
+        callbackCode = callback.searchParams.get('code')!
+        assert.ok(callbackCode)
+      } finally {
+        await page.close()
+      }
     })
 
     it('the SDK exchanges the code with its URL as client_id and calls a tool on the MCP server', async () => {
@@ -572,6 +654,9 @@ describe(
       const first = await authorize('http://localhost:3000/first')
       assert.equal(first.status, 302)
       assert.match(first.headers.get('location')!, /\/oauth\/consent\?authorization_id=/)
+      const registry = stack.gateway.app.authgate.clientMetadata!
+      const before = await registry.idOf(url, stack.gateway.app.log)
+      assert.ok(before.ok)
       docs.documents.set('/changing-client.json', document('http://localhost:3000/second'))
       const second = await authorize('http://localhost:3000/second')
       assert.equal(second.status, 302, 'Supabase Auth knows the new redirect URI')
@@ -579,6 +664,26 @@ describe(
       const old = await authorize('http://localhost:3000/first')
       assert.equal(old.status, 400, 'the old one is no longer the document’s')
       await old.body?.cancel()
+
+      // The client the change replaced still has the old redirect URI at Supabase Auth: named by
+      // its UUID, it is refused at /oauth/authorize and at the token endpoint.
+      const byUuid = new URL(provider.authorizationUrl!)
+      byUuid.searchParams.set('client_id', before.id)
+      byUuid.searchParams.set('redirect_uri', 'http://localhost:3000/first')
+      const replaced = await send(byUuid.href)
+      assert.equal(replaced.status, 400, 'not sent to the consent page')
+      assert.equal(replaced.headers.get('location'), null)
+      assert.match(((await replaced.json()) as { msg: string }).msg, /replaced/)
+      const token = await send(`${stack.publicUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: 'a-refresh-token-of-the-old-client',
+          client_id: before.id,
+        }).toString(),
+      })
+      assert.equal(((await token.json()) as { error: string }).error, 'invalid_client')
     })
 
     it('refuses documents authgate may not use: another origin, a wrong client_id, a secret', async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { backendAnswer } from './auth/backend-answers.ts'
@@ -34,6 +35,7 @@ import { refuseUnknownOptions } from './config/known-options.ts'
 import { authValidatorCompiler } from './validation.ts'
 import { requestTypeMismatch } from './auth/go-types.ts'
 import { mountConsentPage, parseConsentPagePath } from './auth/consent-page/index.ts'
+import { consentTickets, type ConsentTickets } from './auth/consent-page/ticket.ts'
 
 /** The core options the plugin itself uses; the service's own (port, timeouts of clients, health paths) are not read here. */
 export type GatewayConfig = Pick<
@@ -147,6 +149,8 @@ export interface AuthgateState {
   sessions: SessionGate | undefined
   /** Client ID metadata documents, when turned on: the URL ↔ backend client mapping. */
   clientMetadata: ClientMetadataRegistry | undefined
+  /** authgate's consent page, when served: the tickets of the authorizations sent to it. */
+  consentTickets: ConsentTickets | undefined
 }
 
 declare module 'fastify' {
@@ -214,7 +218,22 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
   const clientMetadata = options.clientMetadata
     ? createClientMetadataRegistry(resolveClientMetadataConfig(options.clientMetadata), backend, app.log)
     : undefined
-  app.decorate('authgate', { config, backend, forwarder, rateLimiter, sessions, clientMetadata })
+  const consentPath = options.consentPage
+    ? parseConsentPagePath('consentPage.path', options.consentPage.path)
+    : undefined
+  // The page's tickets are checked by whichever replica the sign-in reaches: keyed by the secret the
+  // account limits already need to share (its own random one when none is set, as the limits' is).
+  const consentTicketSecret = rateLimit?.accounts?.secret ?? sessions?.sessions.config.keys[0]!.key ?? randomBytes(32)
+  const tickets = consentPath !== undefined ? consentTickets(consentTicketSecret, consentPath) : undefined
+  app.decorate('authgate', {
+    config,
+    backend,
+    forwarder,
+    rateLimiter,
+    sessions,
+    clientMetadata,
+    consentTickets: tickets,
+  })
   // The protect hook (src/protect/hook.ts) finds the cookie sessions here.
   if (sessions) {
     app.decorate('authgateSessions', sessions)
@@ -268,17 +287,16 @@ async function authgatePlugin(app: FastifyInstance, options: AuthgatePluginOptio
   )
   // Outside the prefix: discovery documents where RFC 8414 §3.1 clients look for them.
   mountRootAliases(app, { prefix: config.prefix, forwarder, routes })
-  if (options.consentPage) {
-    const path = parseConsentPagePath('consentPage.path', options.consentPage.path)
-    if (path !== undefined)
-      await mountConsentPage(app, {
-        path,
-        backend,
-        sessions,
-        clientMetadata,
-        signInLimit: rateLimiter?.hookFor('POST', '/token'),
-      })
-  }
+  if (consentPath !== undefined && tickets !== undefined)
+    await mountConsentPage(app, {
+      path: consentPath,
+      backend,
+      sessions,
+      clientMetadata,
+      tickets,
+      signInLimit: rateLimiter?.hookFor('POST', '/token'),
+      passwordSignIn: rateLimiter?.passwordSignIn,
+    })
 }
 
 /**

@@ -9,7 +9,7 @@ import { backendUrlQuery } from '../core/go-values.ts'
 // answer is held whole, changed where it departs, and relayed byte for byte otherwise.
 
 /** The headers with `name` set to `value`: in the place of the first one, others of that name dropped. */
-function withHeader(headers: readonly string[], name: string, value: string): string[] {
+export function withHeader(headers: readonly string[], name: string, value: string): string[] {
   const out: string[] = []
   let placed = false
   for (let i = 0; i < headers.length; i += 2) {

@@ -61,6 +61,12 @@ export interface EarlyRefusal {
   code: string | undefined
 }
 
+/** What the per-account limit said of a request: go on, refused (over the limit), or no decision (fail-closed). */
+export type AccountVerdict =
+  | { kind: 'pass' }
+  | { kind: 'refused'; policy: RateLimitPolicy; decision: Decision; device: boolean }
+  | { kind: 'unavailable' }
+
 export type EarlyDecider = (req: IncomingMessage, ip: string) => EarlyRefusal | undefined
 
 export interface RateLimiter {
@@ -71,6 +77,14 @@ export interface RateLimiter {
    * SMS budgets, keyed from the validated body; undefined when none applies to the route.
    */
   bodyHookFor(method: string, template: string): RateLimitHook | undefined
+  /**
+   * `POST /token`'s per-account limit for a password sign-in that authgate sends to Supabase Auth
+   * itself (the consent page's form): the same buckets, device cookies and reservation. The caller
+   * reports Supabase Auth's answer with `reportAnswer` (src/core/answer-watch.ts), as the relay
+   * does. Undefined when no account limit applies to `POST /token`.
+   */
+  passwordSignIn:
+    ((request: FastifyRequest, reply: FastifyReply, identifier: string) => Promise<AccountVerdict>) | undefined
   /** The early decision for a route, or undefined when it is not limited or the store decides asynchronously. */
   earlyDeciderFor(method: string, template: string): EarlyDecider | undefined
   /** Live counters (read them; do not write). */
@@ -298,13 +312,64 @@ export function createRateLimiter(
     })
   }
 
+  /**
+   * The per-account limit of a route, charged for one account: the account's bucket, or the bucket
+   * of a browser that signed in to it before (its device cookie), so strangers' failures cannot lock
+   * it out and its own failures spend only its budget. On a password sign-in the unit is held as a
+   * reservation until Supabase Auth answers (the answer watch): given back unless the answer says
+   * the password was wrong, so only failures count and parallel guesses can never run past the
+   * bucket; a browser that signed in gets its device cookie.
+   */
+  function accountCharger(template: string, accountPolicy: RateLimitPolicy, passwordSignIn: boolean) {
+    const accountBucket = 'acct|' + bucketName(template) + '|'
+    const knownDevice = passwordSignIn ? devicePolicy(accountPolicy) : undefined
+    const deviceBucket = 'acct-dev|' + bucketName(template) + '|'
+    return async (request: FastifyRequest, reply: FastifyReply, identifier: string): Promise<AccountVerdict> => {
+      const device = knownDevice !== undefined ? devices?.deviceOf(request.headers.cookie, identifier) : undefined
+      const key = device !== undefined ? deviceBucket + device : accountBucket + keyOf!(identifier)
+      const policy = device !== undefined ? knownDevice! : accountPolicy
+      const verdict = await decider.decide(request.raw, key, policy)
+      if (verdict.kind === 'unavailable' && !verdict.open) return { kind: 'unavailable' }
+      const decision = verdict.kind === 'unavailable' ? undefined : verdict.decision
+      if (decision !== undefined && !decision.allowed)
+        return { kind: 'refused', policy, decision, device: device !== undefined }
+      if (passwordSignIn) {
+        watchAnswer(request.raw, (status, errorCode) => {
+          if (decision !== undefined && !refusedCredentials(status, errorCode)) refund(key, policy)
+          // Set before the relay writes the head: it merges the reply's own headers.
+          if (devices !== undefined && device === undefined && status >= 200 && status < 300)
+            reply.header('set-cookie', devices.issue(identifier, cookiePath(request), request.protocol === 'https'))
+        })
+      }
+      return { kind: 'pass' }
+    }
+  }
+
+  /** `POST /token`'s account limit for a password sign-in authgate sends itself (see passwordSignIn). */
+  const tokenAccountPolicy = accounts?.routes.get('POST /token')
+  const chargeSignIn =
+    tokenAccountPolicy !== undefined && keyOf !== undefined
+      ? accountCharger('/token', tokenAccountPolicy, true)
+      : undefined
+  const passwordSignIn =
+    chargeSignIn &&
+    (async (request: FastifyRequest, reply: FastifyReply, identifier: string): Promise<AccountVerdict> => {
+      const verdict = await chargeSignIn(request, reply, identifier)
+      if (verdict.kind === 'refused') {
+        // Counted and logged as the /token hook's refusal is: the limit and the route it guards.
+        const limit = verdict.device ? 'account_device' : 'account'
+        denied(limit, 'POST /token')
+        traceEvent(request, 'rate_limit.denied', { limit, route: 'POST /token' })
+      }
+      return verdict
+    })
+
   function bodyHookFor(method: string, template: string): RateLimitHook | undefined {
     const route = routeKey(method, template)
     const accountPolicy = accounts?.routes.get(route)
     const sendsMessages =
       budgets?.routes.has(route) === true && (budgets.email !== undefined || budgets.sms !== undefined)
     if (accountPolicy === undefined && !sendsMessages) return undefined
-    const accountBucket = 'acct|' + bucketName(template) + '|'
     const passwordOnly = route === 'POST /token'
     const signUp = route === 'POST /signup'
     const prefixLength = config.ipv6PrefixLength
@@ -320,35 +385,24 @@ export function createRateLimiter(
       code: 'over_request_rate_limit',
       message: 'Too many requests for this account from this device; try again later',
     } as const
-    const knownDevice = passwordOnly && accountPolicy !== undefined ? devicePolicy(accountPolicy) : undefined
-    const deviceBucket = 'acct-dev|' + bucketName(template) + '|'
+    const chargeAccount =
+      accountPolicy !== undefined && keyOf !== undefined
+        ? accountCharger(template, accountPolicy, passwordOnly)
+        : undefined
 
     return async function abuseLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-      if (accountPolicy !== undefined && keyOf !== undefined) {
+      if (chargeAccount !== undefined) {
         const grant = (request.query as Record<string, unknown> | undefined)?.grant_type
         const identifier = passwordOnly && grant !== 'password' ? undefined : accountIdentifier(request.body)
         if (identifier !== undefined) {
-          // A browser that signed in to this account before (its device cookie) has a bucket of its
-          // own: strangers' failures cannot lock it out, and its failures spend only its budget.
-          const device = knownDevice !== undefined ? devices?.deviceOf(request.headers.cookie, identifier) : undefined
-          const key = device !== undefined ? deviceBucket + device : accountBucket + keyOf(identifier)
-          const policy = device !== undefined ? knownDevice! : accountPolicy
-          const decision = await decide(request, reply, key, policy)
-          if (decision === true) return reply
-          if (decision !== undefined && !decision.allowed) {
-            refuse(request, reply, policy, decision, device !== undefined ? deviceRefusal : accountRefusal)
+          const verdict = await chargeAccount(request, reply, identifier)
+          if (verdict.kind === 'unavailable') {
+            unavailable(request, reply)
             return reply
           }
-          // A password sign-in holds its unit as a reservation until Supabase Auth answers: given
-          // back unless the answer says the password was wrong, so only failures count, and
-          // parallel guesses can never run past the bucket (each one in flight holds a unit).
-          if (passwordOnly) {
-            watchAnswer(request.raw, (status, errorCode) => {
-              if (decision !== undefined && !refusedCredentials(status, errorCode)) refund(key, policy)
-              // Set before the relay writes the head: it merges the reply's own headers.
-              if (devices !== undefined && device === undefined && status >= 200 && status < 300)
-                reply.header('set-cookie', devices.issue(identifier, cookiePath(request), request.protocol === 'https'))
-            })
+          if (verdict.kind === 'refused') {
+            refuse(request, reply, verdict.policy, verdict.decision, verdict.device ? deviceRefusal : accountRefusal)
+            return reply
           }
         }
       }
@@ -447,6 +501,7 @@ export function createRateLimiter(
   return {
     hookFor,
     bodyHookFor,
+    passwordSignIn,
     earlyDeciderFor,
     counters,
     store,

@@ -29,6 +29,10 @@ function backend(decisions: string[], clientName = 'Todo <client>') {
       const url = req.url ?? ''
       if (url.startsWith('/.well-known/oauth-authorization-server'))
         return json(200, { issuer: 'http://localhost/auth' })
+      if (url.startsWith('/oauth/authorize?')) {
+        res.writeHead(302, { location: `http://localhost${PAGE}?authorization_id=${AUTHORIZATION}` })
+        return res.end()
+      }
       if (url === '/token?grant_type=password') {
         const { password } = JSON.parse(body) as { password: string }
         if (password !== 'right-password') return json(400, { code: 400, error_code: 'invalid_credentials', msg: 'no' })
@@ -61,6 +65,21 @@ const hiddenFields = (html: string) =>
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString()
 
+/** The ticket authgate adds to Supabase Auth's redirect from /oauth/authorize to the page. */
+async function ticketOf(h: Harness): Promise<string> {
+  const query = new URLSearchParams({
+    client_id: '0b6c2f7e-9c5d-4a61-8e7f-1d2c3b4a5f60',
+    redirect_uri: 'http://localhost:3000/cb',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+  })
+  const res = await h.app.inject({ method: 'GET', url: `/auth/oauth/authorize?${query}`, headers: { host: HOST } })
+  assert.equal(res.statusCode, 302)
+  const location = new URL(String(res.headers.location))
+  assert.equal(location.searchParams.get('authorization_id'), AUTHORIZATION)
+  return location.searchParams.get('ticket')!
+}
+
 describe("authgate's consent page", () => {
   let h: Harness
   const decisions: string[] = []
@@ -86,10 +105,10 @@ describe("authgate's consent page", () => {
   })
   after(() => h.close())
 
-  const page = (headers: Record<string, string>) =>
+  const page = (headers: Record<string, string>, query = '') =>
     h.app.inject({
       method: 'GET',
-      url: `${PAGE}?authorization_id=${AUTHORIZATION}`,
+      url: `${PAGE}?authorization_id=${AUTHORIZATION}${query}`,
       headers: { host: HOST, ...headers },
     })
   const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
@@ -109,6 +128,9 @@ describe("authgate's consent page", () => {
     assert.match(String(res.headers['content-security-policy']), /default-src 'none'.*frame-ancestors 'none'/)
     assert.equal(res.headers['x-frame-options'], 'DENY')
     assert.equal(res.headers['cache-control'], 'no-store')
+    // Not `no-referrer`: under it a browser posts the page's form with `Origin: null`.
+    assert.equal(res.headers['referrer-policy'], 'same-origin')
+    assert.match(res.body, /<meta name="referrer" content="same-origin">/)
   }
 
   it('the session cookie, on the navigation from /oauth/authorize: the client, the redirect host, the scopes, escaped', async () => {
@@ -153,12 +175,15 @@ describe("authgate's consent page", () => {
   })
 
   it('no credential: the sign-in form; a wrong password says so; the right one shows the consent', async () => {
-    const res = await page({})
+    const ticket = await ticketOf(h)
+    const res = await page({}, `&ticket=${encodeURIComponent(ticket)}`)
     assert.equal(res.statusCode, 200)
     securityHeaders(res)
     assert.match(res.body, /name="password"/)
+    assert.equal(hiddenFields(res.body).ticket, ticket, 'the form carries the ticket of the link')
     const wrong = await post({
       authorization_id: AUTHORIZATION,
+      ticket,
       decision: 'sign_in',
       email: 'ada@example.com',
       password: 'x',
@@ -167,12 +192,39 @@ describe("authgate's consent page", () => {
     assert.match(wrong.body, /not right/)
     const right = await post({
       authorization_id: AUTHORIZATION,
+      ticket,
       decision: 'sign_in',
       email: 'ada@example.com',
       password: 'right-password',
     })
     assert.equal(right.statusCode, 200)
     assert.equal(hiddenFields(right.body).access_token, 'a')
+  })
+
+  it('a sign-in without the ticket of an authorization Supabase Auth opened is a wrong password, and asks nothing', async () => {
+    const ticket = await ticketOf(h)
+    const asked = h.backend.requests.length
+    const signIn = (fields: Record<string, string>) =>
+      post({ authorization_id: AUTHORIZATION, decision: 'sign_in', email: 'ada@example.com', ...fields })
+    const wrong = await signIn({ ticket, password: 'x' })
+    const afterWrong = h.backend.requests.length
+    assert.equal(afterWrong, asked + 1, 'the wrong password was checked by Supabase Auth')
+    const tries: Array<Record<string, string>> = [
+      { password: 'right-password' },
+      { ticket: '', password: 'right-password' },
+      { ticket: ticket.replace(/\.(.)/, (_, c: string) => `.${c === 'A' ? 'B' : 'A'}`), password: 'right-password' },
+      { ticket: `1.${ticket.split('.')[1]}`, password: 'right-password' },
+    ]
+    for (const fields of tries) {
+      const refused = await signIn(fields)
+      assert.equal(refused.statusCode, wrong.statusCode)
+      assert.equal(
+        refused.body.replace(/name="ticket" value="[^"]*"/, ''),
+        wrong.body.replace(/name="ticket" value="[^"]*"/, ''),
+        'the same answer as a wrong password',
+      )
+    }
+    assert.equal(h.backend.requests.length, afterWrong, 'no password was sent for an authorization without a ticket')
   })
 
   it('refuses a malformed authorization id, an unknown decision, and a POST without Origin', async () => {

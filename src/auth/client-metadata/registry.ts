@@ -22,11 +22,16 @@ export interface RegistryOptions {
   maxFreshMs: number
   /** Documents kept in this process at most (the oldest goes first). */
   maxDocuments?: number
+  /** Client id → URL translations kept in this process at most (the least recently used goes first). */
+  maxUrls?: number
   now?: () => number
 }
 
-/** Why a client ID URL cannot be used: the client's fault (`invalid`) or the backend's (`backend`). */
-export type Unusable = { ok: false; kind: 'invalid' | 'backend'; reason: string }
+/**
+ * Why a client ID URL cannot be used: the client's fault (`invalid`), the backend's (`backend`), or
+ * the registration quota spent for now (`limited`).
+ */
+export type Unusable = { ok: false; kind: 'invalid' | 'backend' | 'limited'; reason: string }
 export type Resolved = { ok: true; id: string; document: ClientDocument } | Unusable
 
 interface CachedDocument {
@@ -46,6 +51,7 @@ export class ClientMetadataRegistry {
   readonly #o: RegistryOptions
   readonly #documents = new Map<string, CachedDocument>()
   readonly #pending = new Map<string, Promise<Resolved>>()
+  // Backend client id → document URL, as read from the store: the most recently used kept.
   readonly #urls = new Map<string, string>()
   readonly #now: () => number
 
@@ -83,10 +89,28 @@ export class ClientMetadataRegistry {
   /** The document URL a backend client id stands for, undefined for a client registered otherwise. */
   async urlOf(id: string): Promise<string | undefined> {
     const known = this.#urls.get(id)
-    if (known !== undefined) return known
+    if (known !== undefined) {
+      this.#remember(id, known)
+      return known
+    }
     const url = await this.#o.store.urlOf(id)
-    if (url !== undefined) this.#urls.set(id, url)
+    if (url !== undefined) this.#remember(id, url)
     return url
+  }
+
+  /**
+   * Whether a backend client id is one a document's change replaced: Supabase Auth still knows it
+   * with the document's old redirect URIs (its dynamic registration cannot delete or change a
+   * client), so authgate refuses it where a client names it.
+   */
+  isReplaced(id: string): Promise<boolean> {
+    return this.#o.store.isReplaced(id)
+  }
+
+  #remember(id: string, url: string): void {
+    this.#urls.delete(id)
+    this.#urls.set(id, url)
+    if (this.#urls.size > (this.#o.maxUrls ?? 1000)) this.#urls.delete(this.#urls.keys().next().value!)
   }
 
   /** Why a URL is not one authgate fetches documents from. */
@@ -112,6 +136,17 @@ export class ClientMetadataRegistry {
       stored.clientName === wanted.clientName
     )
       return { ok: true, id: stored.id, document: wanted }
+    // Every registration is a client Supabase Auth keeps for good: so many per document origin and
+    // in all per window, so that a stream of new document URLs cannot fill its client table.
+    const origin = new URL(url).origin
+    if (!(await this.#o.store.admitRegistration(origin))) {
+      log.warn({ clientId: url, origin }, 'client metadata: the registration quota is spent; the document waits')
+      return {
+        ok: false,
+        kind: 'limited',
+        reason: `too many clients registered for documents of ${origin} or in all; try again later`,
+      }
+    }
     const registered = await this.#register(wanted)
     if (!registered.ok) return registered
     const stood = await this.#o.store.replace(url, stored, registered.record)
@@ -124,7 +159,8 @@ export class ClientMetadataRegistry {
       )
     else
       log.info({ clientId: url, client: stood.id }, 'client metadata: a backend client was registered for the document')
-    this.#urls.set(stood.id, url)
+    this.#remember(stood.id, url)
+    if (stored !== undefined && stood.id !== stored.id) this.#urls.delete(stored.id)
     return { ok: true, id: stood.id, document: wanted }
   }
 

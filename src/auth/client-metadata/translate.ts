@@ -57,9 +57,32 @@ export function formClientId(form: string): { value: string; with(id: string): s
 
 function refuse(request: FastifyRequest, reply: FastifyReply, clientId: string, unusable: Unusable) {
   request.log.warn({ clientId, reason: unusable.reason }, 'client metadata: the client ID URL cannot be used')
+  if (unusable.kind === 'limited')
+    return sendError(
+      request,
+      reply,
+      'over_request_rate_limit',
+      `The client could not be registered: ${unusable.reason}`,
+    )
   return unusable.kind === 'backend'
     ? sendError(request, reply, 'backend_unreachable', `The client could not be registered: ${unusable.reason}`)
     : sendError(request, reply, 'validation_failed', `Invalid client_id: ${unusable.reason}`)
+}
+
+const BACKEND_CLIENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const REPLACED = "this client was replaced when its metadata document changed; use the document's URL"
+
+/** Whether `clientId` names a backend client a document's change replaced (refused: it has the old redirect URIs). */
+async function replacedClient(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  registry: ClientMetadataRegistry,
+  clientId: string,
+): Promise<{ value: boolean } | { answered: unknown }> {
+  if (!BACKEND_CLIENT_ID.test(clientId)) return { value: false }
+  const got = await storeAnswer(request, reply, () => registry.isReplaced(clientId))
+  if ('value' in got && got.value) request.log.warn({ clientId }, `client metadata: ${REPLACED}`)
+  return got
 }
 
 const queryOf = (request: FastifyRequest) => {
@@ -77,7 +100,12 @@ export async function authorizeClientId(request: FastifyRequest, reply: FastifyR
   const registry = registryOf(request)
   const query = queryOf(request)
   const found = formClientId(query)
-  if (registry === undefined || found === undefined || !isClientIdUrl(found.value)) return undefined
+  if (registry === undefined || found === undefined) return undefined
+  if (!isClientIdUrl(found.value)) {
+    const replaced = await replacedClient(request, reply, registry, found.value)
+    if ('answered' in replaced) return replaced.answered
+    return replaced.value ? sendError(request, reply, 'validation_failed', `Invalid client_id: ${REPLACED}`) : undefined
+  }
   const got = await storeAnswer(request, reply, () => registry.resolve(found.value, request.log))
   if ('answered' in got) return got.answered
   const resolved = got.value
@@ -122,20 +150,31 @@ export async function tokenClientId(request: FastifyRequest, reply: FastifyReply
   const raw = request.rawBody
   if (registry === undefined || raw === undefined || raw.length === 0) return undefined
   const json = /^application\/json/i.test(request.headers['content-type'] ?? '')
+  let named: string | undefined
   let url: string | undefined
   let rewrite: ((id: string) => Buffer) | undefined
   if (json) {
     const body: unknown = request.body
-    if (isRecord(body) && typeof body.client_id === 'string' && isClientIdUrl(body.client_id)) {
-      url = body.client_id
-      rewrite = (id) => Buffer.from(JSON.stringify({ ...body, client_id: id }), 'utf8')
+    if (isRecord(body) && typeof body.client_id === 'string') {
+      named = body.client_id
+      if (isClientIdUrl(named)) {
+        url = named
+        rewrite = (id) => Buffer.from(JSON.stringify({ ...body, client_id: id }), 'utf8')
+      }
     }
   } else {
     const found = formClientId(raw.toString('utf8'))
+    named = found?.value
     if (found !== undefined && isClientIdUrl(found.value)) {
       url = found.value
       rewrite = (id) => Buffer.from(found.with(id), 'utf8')
     }
+  }
+  if (named !== undefined && url === undefined) {
+    // A replaced client's refresh tokens and codes are refused as an unknown client's would be.
+    const replaced = await replacedClient(request, reply, registry, named)
+    if ('answered' in replaced) return replaced.answered
+    return replaced.value ? sendError(request, reply, 'invalid_client', `Invalid client_id: ${REPLACED}`) : undefined
   }
   if (url === undefined || rewrite === undefined) return undefined
   const target = url
@@ -144,6 +183,8 @@ export async function tokenClientId(request: FastifyRequest, reply: FastifyReply
   const known = got.value
   if (!known.ok) {
     request.log.warn({ clientId: url, reason: known.reason }, 'client metadata: the client ID URL cannot be used')
+    if (known.kind === 'limited')
+      return sendError(request, reply, 'over_request_rate_limit', `The client could not be registered: ${known.reason}`)
     return known.kind === 'backend'
       ? sendError(request, reply, 'backend_unreachable', `The client could not be registered: ${known.reason}`)
       : sendError(request, reply, 'invalid_client', `Invalid client_id: ${known.reason}`)

@@ -12,7 +12,7 @@ ul{padding-left:1.2rem}label{display:block;margin:.75rem 0 .25rem}input[type=ema
 button{font:inherit;padding:.5rem 1.25rem;margin:1rem .5rem 0 0;cursor:pointer}.error{color:#a40000}`
 
 function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${escape(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${escape(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`
 }
 
 /** Hidden fields of a form, escaped. */
@@ -58,12 +58,13 @@ export function consentPage(view: ConsentView): string {
   )
 }
 
-export function signInPage(action: string, authorizationId: string, error: string | undefined): string {
+/** The sign-in form; `ticket` is the authorization's, from the link Supabase Auth sent the browser to. */
+export function signInPage(action: string, authorizationId: string, ticket: string, error: string | undefined): string {
   return page(
     'Sign in to continue',
     `<h1>Sign in to continue</h1><p>An application asks for access to your account. Sign in to see what it asks for.</p>
 ${error ? `<p class="error" role="alert">${escape(error)}</p>` : ''}
-<form method="post" action="${escape(action)}">${hidden({ authorization_id: authorizationId, decision: 'sign_in' })}
+<form method="post" action="${escape(action)}">${hidden({ authorization_id: authorizationId, ticket, decision: 'sign_in' })}
 <label for="email">E-mail</label><input id="email" type="email" name="email" autocomplete="username" required>
 <label for="password">Password</label><input id="password" type="password" name="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button></form>`,

@@ -1,15 +1,19 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AuthgateConfigError, isOff } from '../../config/env.ts'
-import type { SupabaseAuthClient } from '../../core/backend.ts'
+import type { BackendResponse, SupabaseAuthClient } from '../../core/backend.ts'
 import { isRecord } from '../../core/is-record.ts'
 import { clientIp } from '../../proxy/client-ip.ts'
-import type { RateLimitHook } from '../../ratelimit/limiter.ts'
+import { reportAnswer } from '../../core/answer-watch.ts'
+import { rateLimitHeader, retryAfterSeconds, policyHeader } from '../../ratelimit/headers.ts'
+import type { RateLimitHook, RateLimiter } from '../../ratelimit/limiter.ts'
+import { accountIdentifier } from '../../ratelimit/account-key.ts'
 import { ownOrigin } from '../../sessions/csrf.ts'
 import type { SessionGate } from '../../sessions/gate.ts'
 import type { ClientMetadataRegistry } from '../client-metadata/registry.ts'
 import { backendIssuer, withIssuer } from '../oauth-conformance.ts'
 import { consentPage, messagePage, signInPage } from './html.ts'
+import { TICKET_PARAM, type ConsentTickets } from './ticket.ts'
 
 /**
  * authgate's own OAuth consent page (AUTHGATE_OAUTH_CONSENT_PAGE), where Supabase Auth's
@@ -28,15 +32,24 @@ export interface ConsentPageOptions {
   backend: SupabaseAuthClient
   sessions: SessionGate | undefined
   clientMetadata: ClientMetadataRegistry | undefined
+  /** The tickets of the authorizations `GET /oauth/authorize` sent to the page. */
+  tickets: ConsentTickets
   /** The per-client limit of `POST /token`: the page's sign-in shares its bucket. */
   signInLimit: RateLimitHook | undefined
+  /** The per-account limit of `POST /token`'s password sign-in: the page's sign-in is charged to it. */
+  passwordSignIn: RateLimiter['passwordSignIn']
 }
 
 const AUTHORIZATION_ID = /^[A-Za-z0-9_-]{1,100}$/
 
 type Credential = { token: string; via: 'bearer' | 'form' } | { token: string; via: 'cookie'; handle: string }
 
-/** The page's security headers: nothing loaded, nothing framed, nothing cached or referred. */
+/**
+ * The page's security headers: nothing loaded, nothing framed, nothing cached, no referrer to another
+ * site. `same-origin`, not `no-referrer`: under `no-referrer` a browser sends its form POST with
+ * `Origin: null` (the Fetch standard's "append a request Origin header"), and the POST handler
+ * accepts only the page's own origin.
+ */
 function pageHeaders(reply: FastifyReply, formTargets: readonly string[] = []): FastifyReply {
   const formAction = formTargets.length ? `; form-action 'self' ${formTargets.join(' ')}` : ''
   return reply
@@ -46,7 +59,7 @@ function pageHeaders(reply: FastifyReply, formTargets: readonly string[] = []): 
     )
     .header('x-frame-options', 'DENY')
     .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'no-referrer')
+    .header('referrer-policy', 'same-origin')
     .header('cache-control', 'no-store')
     .type('text/html; charset=utf-8')
 }
@@ -131,7 +144,13 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
   }
 
   /** The consent form for a credential, or the answer that replaces it. */
-  async function showConsent(request: FastifyRequest, reply: FastifyReply, id: string, cred: Credential) {
+  async function showConsent(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    id: string,
+    cred: Credential,
+    ticket: string,
+  ) {
     const got = await details(request, id, cred.token)
     if (got.status === 200 && typeof got.body.redirect_url === 'string')
       return backToClient(request, reply, got.body.redirect_url, request.method === 'GET' ? 302 : 303)
@@ -139,7 +158,7 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
       request.log.info({ status: got.status }, 'consent page: the credential was refused; signing in again')
       return pageHeaders(reply)
         .code(401)
-        .send(signInPage(path, id, 'Your sign-in has expired or is not valid here. Sign in again.'))
+        .send(signInPage(path, id, ticket, 'Your sign-in has expired or is not valid here. Sign in again.'))
     }
     if (got.status === 404)
       return refused(reply, 404, 'Request not found', 'This authorization request does not exist or has expired.')
@@ -159,6 +178,7 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
       // shown as it is
     }
     const fields: Record<string, string> = { authorization_id: id }
+    if (ticket !== '') fields[TICKET_PARAM] = ticket
     if (cred.via === 'form') fields.access_token = cred.token
     if (cred.via === 'cookie') fields.csrf = csrfToken(id, cred.handle)
     const target = cspSource(redirectUri)
@@ -177,8 +197,72 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
       )
   }
 
+  /** The sign-in form again, with a message. */
+  const signInAgain = (reply: FastifyReply, status: number, id: string, ticket: string, message: string) =>
+    pageHeaders(reply)
+      .code(status)
+      .send(signInPage(path, id, ticket, message))
+  const WRONG = 'The e-mail or password is not right.'
+
+  /**
+   * The page's password sign-in: what `POST /token?grant_type=password` goes through (its per-client
+   * limit ran as this route's onRequest; here its per-account limit, device cookie and reservation),
+   * after the authorization's ticket: an authorization authgate did not see opened is answered as a
+   * wrong password is, and no password is sent to Supabase Auth for it.
+   */
+  async function signIn(request: FastifyRequest, reply: FastifyReply, id: string, form: Record<string, string>) {
+    const ticket = typeof form[TICKET_PARAM] === 'string' ? form[TICKET_PARAM] : ''
+    if (!form.email || !form.password) return signInAgain(reply, 400, id, ticket, 'Enter your e-mail and password.')
+    if (!options.tickets.valid(id, ticket)) {
+      request.log.info(
+        'consent page: sign-in for an authorization without a valid ticket, answered as a wrong password',
+      )
+      return signInAgain(reply, 400, id, ticket, WRONG)
+    }
+    const identifier = accountIdentifier({ email: form.email })
+    const verdict = identifier !== undefined ? await options.passwordSignIn?.(request, reply, identifier) : undefined
+    if (verdict?.kind === 'unavailable') {
+      reply.header('retry-after', '1')
+      return signInAgain(reply, 429, id, ticket, 'Signing in is unavailable for a moment. Try again shortly.')
+    }
+    if (verdict?.kind === 'refused') {
+      reply
+        .header('ratelimit-policy', policyHeader(verdict.policy))
+        .header('ratelimit', rateLimitHeader(verdict.policy, verdict.decision))
+        .header('retry-after', String(retryAfterSeconds(verdict.decision)))
+      return signInAgain(reply, 429, id, ticket, 'Too many attempts. Wait a moment and try again.')
+    }
+    let answer: BackendResponse
+    try {
+      answer = await backend.fetch(backend.resolve('/token?grant_type=password'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ email: form.email, password: form.password }),
+        identity: identity(request),
+        signal: AbortSignal.timeout(10_000),
+      })
+    } catch (error) {
+      // No answer: the reservation stays spent, as on /token when Supabase Auth cannot be reached.
+      request.log.warn({ err: error }, 'consent page: Supabase Auth could not be asked to sign in')
+      return signInAgain(reply, 502, id, ticket, 'Signing in failed. Try again.')
+    }
+    // The answer watch, as the relay tells it for /token: the reservation settled, a device cookie.
+    const code = answer.headers.get('x-sb-error-code')
+    reportAnswer(request.raw, answer.status, code === null ? [] : ['x-sb-error-code', code])
+    const body: unknown = await answer.json().catch(() => undefined)
+    if (answer.status !== 200 || !isRecord(body) || typeof body.access_token !== 'string') {
+      request.log.info({ status: answer.status }, 'consent page: sign-in refused')
+      if (answer.status === 429)
+        return signInAgain(reply, 429, id, ticket, 'Too many attempts. Wait a moment and try again.')
+      return signInAgain(reply, 400, id, ticket, WRONG)
+    }
+    return showConsent(request, reply, id, { token: body.access_token, via: 'form' }, ticket)
+  }
+
   const get = async (request: FastifyRequest, reply: FastifyReply) => {
-    const id = (request.query as Record<string, unknown>).authorization_id
+    const query = request.query as Record<string, unknown>
+    const id = query.authorization_id
+    const ticket = typeof query[TICKET_PARAM] === 'string' ? query[TICKET_PARAM] : ''
     if (typeof id !== 'string' || !AUTHORIZATION_ID.test(id))
       return refused(reply, 400, 'Invalid request', 'The link has no valid authorization_id.')
     const cred = await credential(request, reply, undefined)
@@ -186,8 +270,8 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
     if (cred === undefined)
       return pageHeaders(reply)
         .code(200)
-        .send(signInPage(path, id, undefined))
-    return showConsent(request, reply, id, cred)
+        .send(signInPage(path, id, ticket, undefined))
+    return showConsent(request, reply, id, cred, ticket)
   }
 
   const post = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -202,30 +286,8 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
     const id = form.authorization_id
     if (typeof id !== 'string' || !AUTHORIZATION_ID.test(id))
       return refused(reply, 400, 'Invalid request', 'The form has no valid authorization_id.')
-    if (form.decision === 'sign_in') {
-      if (!form.email || !form.password)
-        return pageHeaders(reply)
-          .code(400)
-          .send(signInPage(path, id, 'Enter your e-mail and password.'))
-      const answer = await backend.fetch(backend.resolve('/token?grant_type=password'), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify({ email: form.email, password: form.password }),
-        identity: identity(request),
-        signal: AbortSignal.timeout(10_000),
-      })
-      const body: unknown = await answer.json().catch(() => undefined)
-      if (answer.status !== 200 || !isRecord(body) || typeof body.access_token !== 'string') {
-        request.log.info({ status: answer.status }, 'consent page: sign-in refused')
-        const status = answer.status === 429 ? 429 : 400
-        const message =
-          status === 429 ? 'Too many attempts. Wait a moment and try again.' : 'The e-mail or password is not right.'
-        return pageHeaders(reply)
-          .code(status)
-          .send(signInPage(path, id, message))
-      }
-      return showConsent(request, reply, id, { token: body.access_token, via: 'form' })
-    }
+    if (form.decision === 'sign_in') return signIn(request, reply, id, form)
+    const ticket = typeof form[TICKET_PARAM] === 'string' ? form[TICKET_PARAM] : ''
     if (form.decision !== 'approve' && form.decision !== 'deny')
       return refused(reply, 400, 'Invalid request', 'Choose approve or deny.')
     const cred = await credential(request, reply, form)
@@ -233,7 +295,7 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
     if (cred === undefined)
       return pageHeaders(reply)
         .code(401)
-        .send(signInPage(path, id, 'Sign in to decide.'))
+        .send(signInPage(path, id, ticket, 'Sign in to decide.'))
     if (cred.via === 'cookie') {
       const expected = Buffer.from(csrfToken(id, cred.handle))
       const given = Buffer.from(typeof form.csrf === 'string' ? form.csrf : '')
@@ -262,7 +324,7 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
     if (answer.status === 401 || answer.status === 403)
       return pageHeaders(reply)
         .code(401)
-        .send(signInPage(path, id, 'Your sign-in has expired. Sign in again.'))
+        .send(signInPage(path, id, ticket, 'Your sign-in has expired. Sign in again.'))
     if (answer.status === 404)
       return refused(reply, 404, 'Request not found', 'This authorization request does not exist or has expired.')
     return refused(reply, 502, 'Something went wrong', 'The decision could not be recorded. Try again.')

@@ -5,6 +5,7 @@ import { withDefaults, type GroupDefaults } from './entry.ts'
 import { RATE, noContent, ok, redirect } from './shared.ts'
 import { completeClientRegistration } from '../oauth-mends.ts'
 import type { AnswerMend } from '../../proxy/relay.ts'
+import { ticketOnConsentRedirect } from '../consent-page/ticket.ts'
 import {
   advertiseClientMetadata,
   authorizationClientUrl,
@@ -106,10 +107,12 @@ export const oauthServerRoutes = withDefaults(OAUTH, [
     responses: {
       302: redirect('To the consent page, or to `redirect_uri` with `code` or `error` and `iss` (RFC 9207)'),
     },
-    errors: { 400: ['validation_failed', 'oauth_client_not_found'], 404: [OAUTH_OFF] },
+    errors: { 400: ['validation_failed', 'oauth_client_not_found'], 404: [OAUTH_OFF], 429: [RATE] },
     // A client ID metadata document's URL becomes the backend client's UUID (D98).
     prepare: authorizeClientId,
-    mend: issOnAuthorizationRedirect,
+    // RFC 9207's `iss` on a redirect back to the client; the consent page's ticket on one to the page.
+    mend: async (answer, request) =>
+      ticketOnConsentRedirect(await issOnAuthorizationRedirect(answer, request), request),
   },
   {
     method: 'POST',

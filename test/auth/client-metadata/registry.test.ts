@@ -9,13 +9,16 @@ const URL_ = 'https://app.example.com/mcp.json'
 const log = pino({ level: 'silent' })
 
 /** A registry over a document source and a registration route of the test's own. */
-function setup(options: { origins?: 'any' | string[]; registerStatus?: number } = {}) {
+function setup(
+  options: { origins?: 'any' | string[]; registerStatus?: number; store?: MemoryClientIdStore; maxUrls?: number } = {},
+) {
   const clock = { now: 1_000_000 }
   const docs = new Map<string, () => FetchedDocument>()
   const fetched: string[] = []
   const registered: Array<Record<string, unknown>> = []
-  const store = new MemoryClientIdStore()
+  const store = options.store ?? new MemoryClientIdStore()
   const registry = new ClientMetadataRegistry({
+    ...(options.maxUrls !== undefined ? { maxUrls: options.maxUrls } : {}),
     origins: options.origins ?? 'any',
     fetcher: {
       fetch: async (url: string) => {
@@ -111,6 +114,52 @@ test('changed redirect URIs register a new client; the old id still translates t
   // Unchanged: no new registration.
   await registry.resolve(URL_, log)
   assert.equal(registered.length, 2)
+})
+
+test('the replaced client is marked so; the one standing is not', async () => {
+  const { registry, serve } = setup()
+  serve(['https://app.example.com/cb'], 0)
+  const first = await registry.resolve(URL_, log)
+  serve(['https://app.example.com/cb2'], 0)
+  const second = await registry.resolve(URL_, log)
+  assert.ok(first.ok && second.ok)
+  assert.equal(await registry.isReplaced(first.id), true)
+  assert.equal(await registry.isReplaced(second.id), false)
+})
+
+test('registrations take the quota: past it, the document waits (limited) and nothing is registered', async () => {
+  const store = new MemoryClientIdStore({ quota: { perOrigin: 1, total: 10, windowMs: 3_600_000 } })
+  const { registry, registered, docs } = setup({ store })
+  const other = 'https://app.example.com/other.json'
+  for (const url of [URL_, other])
+    docs.set(url, () => ({ body: { client_id: url, redirect_uris: ['https://app.example.com/cb'] }, freshMs: 0 }))
+  assert.equal((await registry.resolve(URL_, log)).ok, true)
+  const refused = await registry.resolve(other, log)
+  assert.equal(!refused.ok && refused.kind, 'limited')
+  assert.match(!refused.ok ? refused.reason : '', /https:\/\/app\.example\.com/)
+  assert.equal(registered.length, 1)
+  assert.equal((await registry.resolve(URL_, log)).ok, true, 'a document already registered is not held back')
+})
+
+test('the id → URL translations kept in memory are bounded', async () => {
+  const store = new MemoryClientIdStore()
+  const { registry } = setup({ store, maxUrls: 2 })
+  for (let i = 0; i < 3; i++)
+    await store.replace(`https://app.example.com/${i}.json`, undefined, {
+      id: `id-${i}`,
+      redirectUris: ['https://app.example.com/cb'],
+      clientName: undefined,
+    })
+  let reads = 0
+  const urlOf = store.urlOf.bind(store)
+  store.urlOf = (id) => {
+    reads++
+    return urlOf(id)
+  }
+  for (const id of ['id-0', 'id-1', 'id-2', 'id-2', 'id-1']) await registry.urlOf(id)
+  assert.equal(reads, 3, 'the two most recently used are kept')
+  await registry.urlOf('id-0')
+  assert.equal(reads, 4, 'the least recently used went first')
 })
 
 test('a record another replica stored first is the one used', async () => {
