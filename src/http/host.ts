@@ -15,6 +15,26 @@ export function repeatsHost(rawHeaders: readonly string[]): boolean {
 }
 
 /**
+ * Why a request's `Host` headers are refused, or undefined when there is exactly one that can be a
+ * host: none (HTTP/1.1), two, or one holding a list (`a, b`: a host has no comma, and a proxy that
+ * joined two copies would make the same ambiguity as two headers).
+ */
+export function hostFault(req: {
+  headers: { host?: string | undefined }
+  rawHeaders: readonly string[]
+  httpVersionMajor: number
+  httpVersionMinor: number
+}): string | undefined {
+  const host = req.headers.host
+  if (host === undefined)
+    return req.httpVersionMajor === 1 && req.httpVersionMinor >= 1
+      ? 'An HTTP/1.1 request must carry a Host header'
+      : undefined
+  if (host.includes(',') || repeatsHost(req.rawHeaders)) return 'A request must carry one Host header'
+  return undefined
+}
+
+/**
  * RFC 9112 §3.2: a request without `Host` (HTTP/1.1) or with more than one is answered 400. Node.js
  * answers a missing one itself by default, with a bare 400 and no log line; with its
  * `requireHostHeader` off (src/http/timeouts.ts) the request reaches this hook instead and gets
@@ -25,15 +45,10 @@ export function repeatsHost(rawHeaders: readonly string[]): boolean {
 export function requireHostHeader(app: FastifyInstance): void {
   // Callback style: no promise and microtask on every request for a check that is synchronous.
   app.addHook('onRequest', (request, reply, done) => {
-    const { httpVersionMajor: major, httpVersionMinor: minor, rawHeaders } = request.raw
-    if (request.headers.host === undefined) {
-      if (major !== 1 || minor < 1) return done()
-      // Answered: Fastify goes no further when a callback hook sends and does not call done.
-      sendError(request, reply, 'malformed_request', 'An HTTP/1.1 request must carry a Host header')
-      return
-    }
-    if (!repeatsHost(rawHeaders)) return done()
-    // The request's log line carries the reason.
-    sendError(request, reply, 'malformed_request', 'A request must carry one Host header')
+    const fault = hostFault(request.raw)
+    if (fault === undefined) return done()
+    // Answered: Fastify goes no further when a callback hook sends and does not call done. The
+    // request's log line carries the reason.
+    sendError(request, reply, 'malformed_request', fault)
   })
 }

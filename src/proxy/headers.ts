@@ -49,7 +49,22 @@ export const CLIENT_ADDRESS_HEADERS = [
   'x-forwarded', // pre-RFC 7239 `X-Forwarded: for=…`
   'forwarded-for', // pre-RFC 7239
   'sb-forwarded-for', // Supabase's own: Supabase Auth prefers it over everything (authgate sets it when configured)
+  'x-originating-ip', // Microsoft Exchange and mail gateways
+  'x-remote-addr', // PHP and CGI-era proxies
+  'x-remote-ip', // likewise
+  'x-vercel-forwarded-for', // Vercel
+  'cf-pseudo-ipv4', // Cloudflare (pseudo-IPv4)
 ]
+
+/**
+ * Whether a client header spelled with `_` or `.` for `-` (`X_Real_IP`, `X.Real.IP`) names one
+ * authgate strips: CGI, WSGI and Rack read `X_Real_IP` and `X-Real-IP` as the same
+ * `HTTP_X_REAL_IP`, so an upstream of that kind would take the client's copy for the proxy's.
+ */
+function strippedSpelling(lower: string): boolean {
+  if (!lower.includes('_') && !lower.includes('.')) return false
+  return STRIPPED_REQUEST.has(lower.replace(/[_.]/g, '-'))
+}
 
 /**
  * Request headers the gateway replaces or removes besides hop-by-hop ones:
@@ -145,7 +160,7 @@ export function outboundRequestHeaders(
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!
     const lower = name.toLowerCase()
-    if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower)) continue
+    if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower) || strippedSpelling(lower)) continue
     if (replaced !== undefined && replaced.includes(lower)) continue
     if (lower === 'cookie' && id.ownCookies !== undefined && id.ownCookies.length > 0) {
       let rest: string | undefined = rawHeaders[i + 1]!

@@ -13,7 +13,7 @@ import type { ServiceProxy } from './proxy.ts'
 import { judgeServicePath } from './path.ts'
 import { planServiceRequest } from './request.ts'
 import { phoenixSwap } from '../sessions/socket-swap.ts'
-import { repeatsHost } from '../http/host.ts'
+import { hostFault } from '../http/host.ts'
 import { socketClientIp } from './socket-ip.ts'
 
 // By process.getBuiltinModule, not an import: an ESM import of node:http reads its lazy WebSocket
@@ -99,7 +99,8 @@ export function relayWebSockets(
     socket.on('error', () => socket.destroy())
     if (upstream === undefined || req.method !== 'GET') return refuse('not_found')
     // As on every HTTP route (src/http/host.ts): one Host, or which one counts is ambiguous.
-    if (repeatsHost(req.rawHeaders)) return refuse('malformed_request', 'A request must carry one Host header')
+    const hostRefusal = hostFault(req)
+    if (hostRefusal !== undefined) return refuse('malformed_request', hostRefusal)
     const path = judgeServicePath(upstream.row, req.method, req.url ?? '/')
     if (!path.ok) return refuse(path.code, path.message)
     const plan = planServiceRequest(upstream, proxy.keys, proxy.defaultKey, path, req.headers)

@@ -53,6 +53,25 @@ describe('identity headers are authgate’s alone', () => {
     })
   }
 
+  it('nor in another spelling an upstream may fold into the same name (`X_Real_IP`, `X.Real.IP`)', async (t) => {
+    const h = await withFakeBackend({ trustedProxies: ['10.0.0.0/8'] })
+    t.after(() => h.close())
+    const spelled = {
+      X_Real_IP: '192.0.2.20',
+      'X.Real.IP': '192.0.2.21',
+      True_Client_IP: '192.0.2.22',
+      x_forwarded_for: '192.0.2.23',
+      'x-vercel-forwarded-for': '192.0.2.24',
+      'X-Originating-IP': '192.0.2.25',
+      // Not an address header: an underscore alone does not drop a header.
+      x_custom_thing: 'kept',
+    }
+    await h.app.inject({ method: 'GET', url: '/auth/settings', remoteAddress: '10.0.0.2', headers: spelled })
+    const sent = h.backend.requests.at(-1)!
+    for (const name of Object.keys(spelled).slice(0, -1)) assert.deepEqual(valuesOf(sent, name.toLowerCase()), [], name)
+    assert.deepEqual(valuesOf(sent, 'x_custom_thing'), ['kept'])
+  })
+
   it('a direct client’s X-Forwarded-Host and -Proto are replaced by authgate’s own view', async (t) => {
     const h = await withFakeBackend({ trustedProxies: ['10.0.0.0/8'] })
     t.after(() => h.close())
@@ -125,5 +144,21 @@ describe('a repeated Host header', () => {
     )
     assert.match(one.statusLine, /^HTTP\/1\.1 200 /)
     assert.equal(h.backend.requests.length, 1)
+  })
+
+  it('one Host holding a list is refused the same way', async (t) => {
+    const h = await withFakeBackend()
+    t.after(() => h.close())
+    await h.app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (h.app.server.address() as { port: number }).port
+    const res = splitResponse(
+      await rawExchange(
+        port,
+        'GET /auth/settings HTTP/1.1\r\nHost: api.example.com, evil.example\r\nConnection: close\r\n\r\n',
+      ),
+    )
+    assert.match(res.statusLine, /^HTTP\/1\.1 400 /)
+    assert.equal(JSON.parse(res.body.toString()).msg, 'A request must carry one Host header')
+    assert.equal(h.backend.requests.length, 0)
   })
 })

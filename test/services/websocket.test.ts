@@ -377,6 +377,32 @@ test('the socket handshake derives the client as the HTTP routes do: ports dropp
   }
 })
 
+test('a socket handshake with no Host, or a Host holding a list, is refused 400 and never reaches Realtime', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } })
+  const port = Number(new URL(h.url).port)
+  const send = (hostLine: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1')
+      let text = ''
+      socket.on('data', (c: Buffer) => (text += c.toString('latin1')))
+      socket.on('error', reject)
+      socket.on('close', () => resolve(text))
+      socket.write(
+        `GET /realtime/v1/websocket?apikey=${PUBLISHABLE} HTTP/1.1\r\n${hostLine}Upgrade: websocket\r\n` +
+          'Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+      )
+    })
+  try {
+    assert.match(await send(''), /^HTTP\/1\.1 400 [^]*must carry a Host header/)
+    assert.match(await send('Host: api.example.test, evil.example\r\n'), /^HTTP\/1\.1 400 [^]*one Host header/)
+    assert.equal(up.handshakes.length, 0)
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
 test('with cookie sessions, a stand-in the socket cannot swap is not sent on: the socket closes with 1008', async () => {
   const up = await startSocketUpstream()
   const key = { id: 'k1', key: randomBytes(32) }
