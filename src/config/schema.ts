@@ -497,7 +497,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Services',
     defaultText: 'none (not served)',
     meaning:
-      'self-hosted Realtime (`http://realtime-dev.supabase-realtime:4000`): `/realtime/v1/api/*` and the WebSocket `/realtime/v1/websocket`',
+      'self-hosted Realtime (`http://realtime-dev.supabase-realtime:4000`): the WebSocket `/realtime/v1/websocket` and, of `/realtime/v1/api/*`, what realtime-js calls (its HTTP broadcasts) and `GET /ping`, never the tenant administration',
   },
   {
     name: 'AUTHGATE_REALTIME_TENANT',
