@@ -487,6 +487,13 @@ export const SETTINGS: readonly Setting[] = [
     meaning: 'self-hosted Storage (`http://storage:5000`): `/storage/v1/*`',
   },
   {
+    name: 'AUTHGATE_STORAGE_SANDBOX',
+    group: 'Services',
+    default: 'on',
+    meaning:
+      "with the Storage service: its answers carry `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox` (PDFs `nosniff` only), so an uploaded HTML or SVG file opened from authgate's origin runs no script there; `off` only when Storage's files are served from an origin of their own",
+  },
+  {
     name: 'AUTHGATE_FUNCTIONS_URL',
     group: 'Services',
     defaultText: 'none (not served)',
@@ -497,7 +504,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Services',
     defaultText: 'none (not served)',
     meaning:
-      'self-hosted Realtime (`http://realtime-dev.supabase-realtime:4000`): `/realtime/v1/api/*` and the WebSocket `/realtime/v1/websocket`',
+      'self-hosted Realtime (`http://realtime-dev.supabase-realtime:4000`): the WebSocket `/realtime/v1/websocket` and, of `/realtime/v1/api/*`, what realtime-js calls (its HTTP broadcasts) and `GET /ping`, never the tenant administration',
   },
   {
     name: 'AUTHGATE_REALTIME_TENANT',

@@ -1,7 +1,7 @@
 import { normaliseBackendUrl } from '../core/backend.ts'
 import { refuseUnknownOptions } from '../config/known-options.ts'
 import { AuthgateConfigError, envValue, isOff, type Env } from '../config/env.ts'
-import { duration, integer, list, readSetting, text, type SettingValue } from '../config/values.ts'
+import { boolean, duration, integer, list, readSetting, text, type SettingValue } from '../config/values.ts'
 import type { RateLimitPolicy } from '../ratelimit/index.ts'
 import { parseUserLimits } from './user-limits.ts'
 import { SERVICE_TABLE, type ServiceName, type ServiceRow, type ServiceUrlSetting } from './table.ts'
@@ -67,6 +67,12 @@ export interface ServicesOptions {
    * AUTHGATE_RATE_LIMIT_ROUTES), the user being the verified `sub` of the access token.
    */
   userRateLimitRoutes?: string | undefined
+  /**
+   * Storage's answers carry `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox`
+   * (not on PDFs), so an uploaded HTML or SVG file runs no script on authgate's origin. `false` only
+   * where Storage's files are served from an origin of their own. Default true.
+   */
+  storageSandbox?: boolean
 }
 
 /** One mounted service: its row and where its requests go. */
@@ -83,6 +89,8 @@ export interface ServiceUpstream {
   label: ServiceName
   /** A self-hosted upstream (its own URL): the row's rewrites apply; hosted Supabase's gateway does them itself. */
   selfHosted: boolean
+  /** Its answers are users' files made inert on authgate's origin (src/services/user-content.ts). */
+  inert: boolean
 }
 
 export interface ServicesConfig {
@@ -131,6 +139,7 @@ const SERVICES_OPTION_KEYS = Object.keys({
   connections: true,
   restDocumentRefreshMs: true,
   userRateLimitRoutes: true,
+  storageSandbox: true,
 } satisfies Record<keyof ServicesOptions, true>)
 
 const HOST = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i
@@ -170,6 +179,7 @@ export function resolveServicesConfig(options: ServicesOptions, names = OPTION_N
       timeoutMs,
       label: row.name,
       selfHosted: self !== undefined,
+      inert: row.userContent === true && options.storageSandbox !== false,
     })
   }
   const keys = resolveKeys(options.keys, names)
@@ -256,6 +266,7 @@ const VALUES = {
   timeoutMs: duration(),
   restDocumentRefreshMs: refreshOrOff,
   userRateLimitRoutes: text,
+  storageSandbox: boolean,
 }
 
 /** Checks the plain values code gives, each by its value type; the resolver checks the rest. */
@@ -269,6 +280,7 @@ function checkValues(options: ServicesOptions): void {
   check('connections', 'services.connections', options.connections)
   check('restDocumentRefreshMs', 'services.restDocumentRefreshMs', options.restDocumentRefreshMs)
   check('userRateLimitRoutes', 'services.userRateLimitRoutes', options.userRateLimitRoutes)
+  check('storageSandbox', 'services.storageSandbox', options.storageSandbox)
   for (const [name, ms] of Object.entries(options.timeoutsMs ?? {}))
     if (ms !== undefined) VALUES.timeoutMs.check(`services.timeoutsMs.${name}`, ms)
   const keys = options.keys ?? {}
@@ -305,6 +317,7 @@ export function loadServicesConfig(env: Env): ServicesConfig | undefined {
       defaultKey: given(env, 'defaultKey', 'AUTHGATE_BACKEND_APIKEY'),
       restDocumentRefreshMs: readSetting(env, 'AUTHGATE_REST_DOCUMENT_REFRESH', refreshOrOff)!,
       userRateLimitRoutes: given(env, 'userRateLimitRoutes', ENV_NAMES.userLimits),
+      storageSandbox: given(env, 'storageSandbox', 'AUTHGATE_STORAGE_SANDBOX'),
     },
     ENV_NAMES,
   )

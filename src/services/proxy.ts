@@ -161,6 +161,7 @@ export class ServiceProxy {
         const relay = new StreamRelay({
           reply,
           ownCors: this.#o.ownCors,
+          inert: upstream.inert,
           onStatus: (status) => end(status),
           onFailure: (err, started) => this.#failure(request, reply, upstream, err, started, end),
           onDone: resolve,

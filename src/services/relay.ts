@@ -3,11 +3,14 @@ import type { Dispatcher } from 'undici'
 import { inboundResponseHeaders } from '../proxy/headers.ts'
 import { mergeOwnHeaders } from '../proxy/relay.ts'
 import { relayed } from './scavenge.ts'
+import { makeInert } from './user-content.ts'
 
 export interface StreamRelayOptions {
   reply: FastifyReply
   /** authgate answers CORS itself: the upstream's `Access-Control-*` headers are dropped. */
   ownCors: boolean
+  /** The answer is user content on authgate's origin: made inert (src/services/user-content.ts). */
+  inert: boolean
   /** The upstream answered (its status) or failed after answering: timing and metrics. */
   onStatus(status: number): void
   /** The exchange failed; `started` when the head was already written to the client. */
@@ -79,7 +82,8 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
     this.#o.onStatus(statusCode)
     const upstreamHeaders = inboundResponseHeaders(controller.rawHeaders as Buffer[])
-    const flat = mergeOwnHeaders(upstreamHeaders, this.#o.reply.getHeaders(), this.#o.ownCors)
+    const merged = mergeOwnHeaders(upstreamHeaders, this.#o.reply.getHeaders(), this.#o.ownCors)
+    const flat = this.#o.inert ? makeInert(merged) : merged
     this.#o.reply.hijack()
     this.started = true
     try {

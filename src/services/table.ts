@@ -58,6 +58,11 @@ export interface ServiceRow {
    * anything else is not served. Undefined: every path below the prefix is.
    */
   served?: readonly string[]
+  /**
+   * Its answers are files users uploaded: made inert on authgate's origin unless the operator
+   * turns that off (src/services/user-content.ts).
+   */
+  userContent?: boolean
   /** A WebSocket endpoint (upgrade requests only), with the key in `x-api-key`. */
   websocket?: boolean
 }
@@ -101,6 +106,7 @@ export const SERVICE_TABLE: readonly ServiceRow[] = [
     key: 'optional',
     bearerFromKey: true,
     dropEmptyAuthorization: true,
+    userContent: true,
   },
   {
     name: 'functions',

@@ -165,3 +165,14 @@ test('options from code are checked by the value types their variables are read 
       off,
     )
 })
+
+test("Storage's answers are made inert unless AUTHGATE_STORAGE_SANDBOX is off; no other service's are", () => {
+  const urls = { AUTHGATE_STORAGE_URL: 'http://storage:5000', AUTHGATE_REST_URL: 'http://rest:3000' }
+  const inert = (env: Record<string, string>) =>
+    Object.fromEntries(loadServicesConfig(env)!.upstreams.map((u) => [u.label, u.inert]))
+  assert.deepEqual(inert(urls), { rest: false, graphql: false, storage: true })
+  assert.deepEqual(inert({ ...urls, AUTHGATE_STORAGE_SANDBOX: 'off' }), { rest: false, graphql: false, storage: false })
+  assert.deepEqual(inert({ ...urls, AUTHGATE_STORAGE_SANDBOX: 'on' }).storage, true)
+  assert.throws(() => loadServicesConfig({ ...urls, AUTHGATE_STORAGE_SANDBOX: 'maybe' }), /AUTHGATE_STORAGE_SANDBOX/)
+  assert.throws(() => resolveServicesConfig({ storageSandbox: 'no' as never }), /services\.storageSandbox/)
+})

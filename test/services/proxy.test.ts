@@ -5,6 +5,7 @@ import { test } from 'node:test'
 import { buildApp } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
 import { startFakeBackend } from '../support/fake-backend.ts'
+import { logCapture } from '../support/log-capture.ts'
 import { rawExchange, splitResponse } from '../support/raw-http.ts'
 import { ANON, PUBLISHABLE, SECRET, SERVICE, values, withServices } from './support.ts'
 
@@ -235,7 +236,8 @@ test('pg-meta: the service-role key only (403 for the anon key); a secret key be
 })
 
 test("Realtime's API serves what realtime-js calls; its tenant administration in no spelling", async () => {
-  const h = await withServices()
+  const logs = logCapture()
+  const h = await withServices({}, {}, { logger: { stream: logs.stream } })
   try {
     const port = Number(new URL(h.url).port)
     for (const [method, target] of [
@@ -267,6 +269,13 @@ test("Realtime's API serves what realtime-js calls; its tenant administration in
     })
     assert.equal(topic.status, 200)
     assert.equal(h.upstream.requests[0]!.target, '/realtime/api/broadcast/room%3A1/events/typing?private=true')
+    // Each refusal's log line says why.
+    const refused = logs.lines.filter((l) => l.msg === 'request' && String(l.url).includes('enants'))
+    assert.equal(refused.length, 7)
+    for (const line of refused) {
+      assert.equal(line.error, 'not_found')
+      assert.match(String(line.reason), /Only what its clients call is served under \/realtime\/v1\/api/)
+    }
   } finally {
     await h.close()
   }
