@@ -549,7 +549,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Services',
     defaultText: 'none',
     meaning:
-      "per-user rates on the services' routes, as `AUTHGATE_RATE_LIMIT_ROUTES` writes them (`GET /rest/v1/*=600/1m`): the user is the `sub` of the access token, verified with Supabase Auth's key set; requests without one count per client only",
+      "per-user rates on the services' routes, as `AUTHGATE_RATE_LIMIT_ROUTES` writes them (`GET /rest/v1/*=600/1m`): the user is the `sub` of the access token, verified with Supabase Auth's key set (with cookie sessions, of the real token behind a stand-in); requests without one count per client only",
   },
   {
     name: 'AUTHGATE_REST_DOCUMENT_REFRESH',
