@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { createClient, type SupabaseClient } from '@supabase/supabase-js'
 import {
@@ -13,6 +14,7 @@ import {
 } from './support/service-stand-ins.ts'
 import { startStack, type Stack } from './support/stack.ts'
 import { backendUnavailableReason } from './support/supabase-auth.ts'
+import { loadRateLimitSettings } from '../src/settings.ts'
 
 const unavailable = await backendUnavailableReason()
 const needsBackend = { skip: unavailable }
@@ -226,5 +228,77 @@ describe('one createClient for the whole API through authgate', () => {
     assert.equal(error, null)
     assert.equal(data?.length, 1)
     assert.equal(rest.requests.at(-1)!.headers.authorization, `Bearer ${serviceKey}`)
+  })
+})
+
+describe('per-user limits with cookie sessions, against the real Supabase Auth', () => {
+  let stack: Stack
+  let rest: StandIn
+  let project: ProjectKeys | undefined
+
+  before(async () => {
+    if (unavailable !== undefined) return
+    rest = await startPostgrestStandIn(() => project!)
+    stack = await startStack({
+      database: 'authgate_e2e_services_user_limits',
+      prefix: '/auth/v1',
+      extraEnv: { GOTRUE_JWT_DEFAULT_GROUP_NAME: 'authenticated' },
+      sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }] },
+      rateLimit: loadRateLimitSettings({ AUTHGATE_RATE_LIMITED_ROUTES: 'none' }),
+      services: (backend) => {
+        project = { jwtSecret: backend.jwtSecret, signingJwk: backend.signingJwk }
+        return {
+          urls: { rest: rest.url },
+          keys: {
+            anon: signApiKey(backend.jwtSecret, 'anon'),
+            service: signApiKey(backend.jwtSecret, 'service_role'),
+            publishable: [PUBLISHABLE],
+            secret: [SECRET],
+          },
+          userRateLimitRoutes: 'GET /rest/v1/*=2/1m',
+        }
+      },
+    })
+  })
+  after(async () => {
+    await stack?.stop()
+    await rest?.close()
+  })
+
+  it('a stand-in spends the bucket of the user whose token Supabase Auth signed', needsBackend, async () => {
+    const signUp = async (email: string) => {
+      const up = await fetch(`${stack.url}/auth/v1/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', apikey: PUBLISHABLE },
+        body: JSON.stringify({ email, password: PASSWORD }),
+      })
+      assert.equal(up.status, 200)
+      const cookie = up.headers
+        .getSetCookie()
+        .find((c) => c.includes('authgate-session='))!
+        .split(';')[0]!
+      return { cookie, standIn: ((await up.json()) as { access_token: string }).access_token }
+    }
+    const ada = await signUp(`ada-${Date.now()}@example.com`)
+    const grace = await signUp(`grace-${Date.now()}@example.com`)
+    const todos = (who: { cookie: string; standIn: string }) =>
+      fetch(`${stack.url}/rest/v1/todos`, {
+        headers: { apikey: PUBLISHABLE, authorization: `Bearer ${who.standIn}`, cookie: who.cookie },
+      })
+    const statuses: number[] = []
+    for (let i = 0; i < 3; i++) {
+      const res = await todos(ada)
+      statuses.push(res.status)
+      await res.body?.cancel()
+    }
+    assert.deepEqual(statuses, [200, 200, 429])
+    const other = await todos(grace)
+    assert.equal(other.status, 200, 'another user, another bucket')
+    await other.body?.cancel()
+    // PostgREST got the real tokens, never a stand-in.
+    const reached = rest.requests.filter((r) => r.target.startsWith('/todos'))
+    assert.equal(reached.length, 3)
+    for (const r of reached)
+      assert.ok(!stack.app.authgate.sessions!.sessions.standIns.isAccess(String(r.headers.authorization).slice(7)))
   })
 })
