@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
+import { backendUrlQuery } from '../../core/go-values.ts'
 import { heldHeader, type HeldAnswer } from '../../core/held-answer.ts'
 import { withHeader } from '../oauth-conformance.ts'
 
@@ -63,8 +64,10 @@ export function ticketOnConsentRedirect(answer: HeldAnswer, request: FastifyRequ
   } catch {
     return answer
   }
-  const id = url.searchParams.get('authorization_id')
-  if (url.pathname !== tickets.path || id === null || url.searchParams.has(TICKET_PARAM)) return answer
+  // Read as every query authgate decides on is read (Supabase Auth wrote it, so any reader agrees today).
+  const query = backendUrlQuery(location)
+  const id = query.authorization_id
+  if (url.pathname !== tickets.path || id === undefined || TICKET_PARAM in query) return answer
   // Appended to the query as it came (not re-serialised).
   const hash = location.indexOf('#')
   const head = hash === -1 ? location : location.slice(0, hash)
