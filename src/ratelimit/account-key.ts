@@ -2,6 +2,20 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { isRecord } from '../core/is-record.ts'
 
 /**
+ * Lower case as Go's `strings.ToLower` writes it (Supabase Auth looks addresses up that way): each
+ * character's own lower case. JavaScript's `toLowerCase` applies the whole-string rules besides
+ * (`İ` becomes `i` and a combining dot, a final `Σ` becomes `ς`), so `vİctim@…` and `ΑΣ@…` would be
+ * other keys than the accounts Supabase Auth signs them in to.
+ */
+export function goLower(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (/^[\x00-\x7f]*$/.test(text)) return text.toLowerCase()
+  let out = ''
+  for (const ch of text) out += ch === '\u0130' ? 'i' : ch.toLowerCase()
+  return out
+}
+
+/**
  * The account a request is about, as Supabase Auth will read it from the validated body: the
  * e-mail (trimmed, lower-cased: Supabase Auth keeps addresses that way) or the phone in E.164
  * (Supabase Auth drops a leading `+` and spaces; dashes, dots and brackets are dropped here too,
@@ -10,7 +24,7 @@ import { isRecord } from '../core/is-record.ts'
  */
 export function accountIdentifier(body: unknown): string | undefined {
   if (!isRecord(body)) return undefined
-  if (typeof body.email === 'string' && body.email.trim() !== '') return 'e:' + body.email.trim().toLowerCase()
+  if (typeof body.email === 'string' && body.email.trim() !== '') return 'e:' + goLower(body.email.trim())
   if (typeof body.phone === 'string') {
     const digits = body.phone.replace(/[\s().-]/g, '').replace(/^\+/, '')
     if (digits !== '') return 'p:+' + digits

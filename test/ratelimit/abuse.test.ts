@@ -23,6 +23,14 @@ describe('account identifiers', () => {
     assert.equal(messageChannel({}), undefined)
   })
 
+  it('lower-cases an e-mail as Go’s strings.ToLower does, one character at a time', () => {
+    // Each pair: what JavaScript's whole-string toLowerCase would split off, and Go's reading.
+    assert.equal(accountIdentifier({ email: 'vİctim@example.com' }), 'e:victim@example.com')
+    assert.equal(accountIdentifier({ email: 'ΑΣ@example.com' }), 'e:ασ@example.com')
+    assert.equal(accountIdentifier({ email: 'ΣΑΣ' }), 'e:σασ')
+    assert.equal(accountIdentifier({ email: '\u212Aelvin@example.com' }), 'e:kelvin@example.com')
+  })
+
   it('keys by an HMAC that holds no part of the identifier and depends on the secret', () => {
     const key = accountKeyer(SECRET)('e:ada@example.com')
     assert.match(key, /^[A-Za-z0-9_-]{22}$/)
