@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { OAUTH_CONSENT_PATH } from '../scripts/supabase-auth/env.ts'
@@ -163,6 +165,147 @@ describe('the consent page signs in as POST /token does', { skip: unavailable },
       assert.equal(device.path, OAUTH_CONSENT_PATH)
     } finally {
       await page.close()
+    }
+  })
+})
+
+/** The client's redirect URI (a page saying where the browser landed) and another site's auto-posting form. */
+async function startClientSite() {
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    if (url.pathname !== '/other-site')
+      return void res.end('<!doctype html><title>Client</title><p>Back at the client.</p>')
+    const target = url.searchParams.get('target')!
+    url.searchParams.delete('target')
+    const inputs = [...url.searchParams].map(([k, v]) => `<input name="${k}" value="${v}">`).join('')
+    res.end(
+      `<!doctype html><form method="post" action="${target}">${inputs}</form><script>document.forms[0].submit()</script>`,
+    )
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as AddressInfo).port
+  return {
+    redirect: `http://localhost:${port}/cb`,
+    /** The same server under another site's name (127.0.0.1, not localhost). */
+    otherSite: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
+
+/** The application's page on authgate's origin: it signs in with the cookie, as supabase-js in cookie mode does. */
+const APP_PAGE = `<!doctype html><title>app</title><script>
+  window.signIn = async (email, password) => (await fetch('/auth/token?grant_type=password', {
+    method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  })).status
+</script>`
+
+/**
+ * The page with cookie sessions (AUTHGATE_SESSION_OAUTH_CONSENT): the user signed in to the
+ * application is shown the consent on the navigation from /oauth/authorize, decides with the cookie
+ * and the form's CSRF token, and a form on another site is refused.
+ */
+describe('the consent page takes the session cookie, in Chromium', { skip: unavailable }, () => {
+  const EMAIL = 'consent-cookie@example.com'
+  let stack: Stack
+  let browser: Browser
+  let site: Awaited<ReturnType<typeof startClientSite>>
+  let clientId = ''
+
+  before(async () => {
+    site = await startClientSite()
+    stack = await startStack({
+      database: 'authgate_e2e_consent_cookie',
+      sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }], oauthConsentMs: 300_000 },
+      consentPage: { path: OAUTH_CONSENT_PATH },
+      beforeListen: (app) => {
+        app.get('/app', { schema: { hide: true } }, async (_request, reply) =>
+          reply.type('text/html; charset=utf-8').send(APP_PAGE),
+        )
+      },
+    })
+    const created = await fetch(`${stack.backend.url}/admin/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.backend.serviceRoleJwt()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: EMAIL, password: PASSWORD, email_confirm: true }),
+    })
+    assert.equal(created.status, 200, await created.text())
+    const registered = await fetch(`${stack.url}/auth/oauth/clients/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        client_name: 'Cookie client',
+        redirect_uris: [site.redirect],
+        token_endpoint_auth_method: 'none',
+      }),
+    })
+    const client = await registered.text()
+    assert.equal(registered.status, 201, client)
+    clientId = (JSON.parse(client) as { client_id: string }).client_id
+    browser = await launchChromium()
+  })
+  after(async () => {
+    await browser?.close()
+    await site?.close()
+    await stack?.stop()
+  })
+
+  const authorizeUrl = () => {
+    const url = new URL(`${stack.publicUrl}/oauth/authorize`)
+    url.search = new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: site.redirect,
+      response_type: 'code',
+      scope: 'openid email',
+      state: 'cookie-state',
+      code_challenge: createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url'),
+      code_challenge_method: 'S256',
+    }).toString()
+    return url.href
+  }
+
+  it('signed in to the application, the user is shown the consent, approves, and a form on another site is refused', async () => {
+    const context = await browser.newContext()
+    try {
+      const page = await context.newPage()
+      await page.goto(`${stack.publicOrigin}/app`)
+      assert.equal(await page.evaluate(([e, p]) => (globalThis as any).signIn(e, p), [EMAIL, PASSWORD]), 200)
+
+      const answer = await page.goto(authorizeUrl())
+      assert.equal(answer!.status(), 200)
+      assert.equal(new URL(page.url()).pathname, OAUTH_CONSENT_PATH)
+      assert.match((await page.textContent('h1')) ?? '', /Authorize Cookie client/)
+      assert.equal(
+        await page.locator('input[name=access_token]').count(),
+        0,
+        'the cookie decides: no token in the page',
+      )
+      const id = await page.inputValue('input[name=authorization_id]')
+      const csrf = await page.inputValue('input[name=csrf]')
+
+      // Another site's form, even with the page's own fields: refused (its Origin), nothing decided.
+      const other = await context.newPage()
+      const [forged] = await Promise.all([
+        other.waitForResponse((r) => r.url().startsWith(`${stack.publicOrigin}${OAUTH_CONSENT_PATH}`)),
+        other.goto(
+          `${site.otherSite}/other-site?${new URLSearchParams({ target: `${stack.publicOrigin}${OAUTH_CONSENT_PATH}`, authorization_id: id, csrf, decision: 'approve' })}`,
+        ),
+      ])
+      assert.equal(forged.status(), 403)
+      await other.close()
+
+      await Promise.all([page.waitForURL((u) => u.href.startsWith(site.redirect)), page.click('text=Approve')])
+      const callback = new URL(page.url())
+      assert.equal(callback.searchParams.get('state'), 'cookie-state')
+      assert.equal(callback.searchParams.get('iss'), stack.publicUrl)
+      assert.ok(callback.searchParams.get('code'))
+    } finally {
+      await context.close()
     }
   })
 })

@@ -464,7 +464,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'OAuth server',
     default: 'off',
     meaning:
-      "authgate's own OAuth consent page at this path (set `GOTRUE_OAUTH_SERVER_AUTHORIZATION_PATH` to it, under `GOTRUE_SITE_URL` = authgate's origin), e.g. `/oauth/consent`: the user signs in (bearer token, session cookie where AUTHGATE_SESSION_OAUTH_CONSENT allows, or e-mail and password) and approves or denies",
+      "authgate's own OAuth consent page at this path (set `GOTRUE_OAUTH_SERVER_AUTHORIZATION_PATH` to it, under `GOTRUE_SITE_URL` = authgate's origin), e.g. `/oauth/consent`: the user signs in (bearer token, session cookie where AUTHGATE_SESSION_OAUTH_CONSENT allows, or e-mail and password under `POST /token`'s limits) and approves or denies",
   },
   // Services beyond Auth (src/services/table.ts)
   {
@@ -608,6 +608,8 @@ export const TOOL_VARIABLES: readonly string[] = [
   'AUTHGATE_E2E_DATABASE',
   // e2e/mcp.test.ts prints the exchanges of its flow (docs/mcp.md).
   'AUTHGATE_E2E_TRANSCRIPT',
+  // e2e/mcp-sdk.test.ts saves the consent page as Chromium shows it there (docs/e2e.md).
+  'AUTHGATE_E2E_SCREENSHOTS',
   // npm test: how many test files run at a time (scripts/test.ts).
   'AUTHGATE_TEST_CONCURRENCY',
 ]
