@@ -14,7 +14,7 @@ const unavailable = (await backendUnavailableReason()) ?? (await chromiumUnavail
 
 const PASSWORD = 'correct-horse-battery-6'
 /** The account the guesses are about, and one whose bucket nobody spent. */
-const GUESSED = 'consent-guessed@example.com'
+const GUESSED = 'consent-victim@example.com'
 const OTHER = 'consent-other@example.com'
 const REDIRECT_URI = 'http://localhost:3000/consent-sign-in/callback'
 
@@ -134,6 +134,18 @@ describe('the consent page signs in as POST /token does', { skip: unavailable },
       })
       assert.equal(api.status, 429)
       assert.match(((await api.json()) as { msg: string }).msg, /this account/)
+
+      // Other spellings of the same account are the same account: upper case is its bucket (429),
+      // and `İ`, which JavaScript lower-cases to `i` and a combining dot where Supabase Auth's Go
+      // reads `i`, is no e-mail to the page (the field's own check turned off, as a script would).
+      await page.evaluate('document.forms[0].noValidate = true')
+      const upper = await signIn(page, GUESSED.toUpperCase(), PASSWORD, '198.51.100.15')
+      assert.equal(upper.status, 429)
+      await page.evaluate('document.forms[0].noValidate = true')
+      const dotted = await signIn(page, GUESSED.replace('i', '\u0130'), PASSWORD, '198.51.100.16')
+      assert.equal(dotted.status, 400)
+      assert.match(dotted.alert, /not right/)
+      assert.equal(passwordGrants() - grantsBefore, 5, 'no other spelling reached Supabase Auth')
     } finally {
       await page.close()
     }

@@ -7,6 +7,7 @@ import { clientIp } from '../../proxy/client-ip.ts'
 import { reportAnswer } from '../../core/answer-watch.ts'
 import { rateLimitHeader, retryAfterSeconds, policyHeader } from '../../ratelimit/headers.ts'
 import type { RateLimitHook, RateLimiter } from '../../ratelimit/limiter.ts'
+import { BACKEND_EMAIL } from '../../validation.ts'
 import { accountIdentifier } from '../../ratelimit/account-key.ts'
 import { ownOrigin } from '../../sessions/csrf.ts'
 import type { SessionGate } from '../../sessions/gate.ts'
@@ -217,6 +218,12 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
       request.log.info(
         'consent page: sign-in for an authorization without a valid ticket, answered as a wrong password',
       )
+      return signInAgain(reply, 400, id, ticket, WRONG)
+    }
+    // The address as POST /token validates it: one outside Supabase Auth's own e-mail rule could
+    // be a spelling the per-account key and Supabase Auth read apart (no password goes for it).
+    if (!BACKEND_EMAIL.test(form.email)) {
+      request.log.info('consent page: sign-in with an address that is not an e-mail, answered as a wrong password')
       return signInAgain(reply, 400, id, ticket, WRONG)
     }
     const identifier = accountIdentifier({ email: form.email })
