@@ -674,6 +674,14 @@ describe(
       assert.equal(replaced.status, 400, 'not sent to the consent page')
       assert.equal(replaced.headers.get('location'), null)
       assert.match(((await replaced.json()) as { msg: string }).msg, /replaced/)
+      // Under every spelling of the UUID Supabase Auth's parser takes for the same client.
+      const hex = before.id.replaceAll('-', '')
+      for (const spelling of [before.id.toUpperCase(), hex, `urn:uuid:${before.id}`, `{${before.id}}`, `{${hex}}`]) {
+        byUuid.searchParams.set('client_id', spelling)
+        const again = await send(byUuid.href)
+        assert.equal(again.status, 400, spelling)
+        assert.match(((await again.json()) as { msg: string }).msg, /replaced/, spelling)
+      }
       const token = await send(`${stack.publicUrl}/oauth/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -69,7 +69,26 @@ function refuse(request: FastifyRequest, reply: FastifyReply, clientId: string, 
     : sendError(request, reply, 'validation_failed', `Invalid client_id: ${unusable.reason}`)
 }
 
-const BACKEND_CLIENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const HEX32 = /^[0-9a-f]{32}$/i
+const CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * A client id as Supabase Auth's UUID parser (gofrs/uuid's `FromString`) reads it, in the canonical
+ * form it registered clients under, or undefined when that parser refuses it: any case, with or
+ * without hyphens, in braces, or after `urn:uuid:`. A replaced client is refused under every
+ * spelling Supabase Auth would take for it.
+ */
+export function backendClientId(text: string): string | undefined {
+  let t = text
+  if ((t.length === 41 || t.length === 45) && t.slice(0, 9).toLowerCase() === 'urn:uuid:') t = t.slice(9)
+  else if ((t.length === 34 || t.length === 38) && t.startsWith('{') && t.endsWith('}')) t = t.slice(1, -1)
+  if (t.length === 36 && CANONICAL.test(t)) return t.toLowerCase()
+  if (t.length === 32 && HEX32.test(t)) {
+    const h = t.toLowerCase()
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+  }
+  return undefined
+}
 const REPLACED = "this client was replaced when its metadata document changed; use the document's URL"
 
 /** Whether `clientId` names a backend client a document's change replaced (refused: it has the old redirect URIs). */
@@ -79,8 +98,9 @@ async function replacedClient(
   registry: ClientMetadataRegistry,
   clientId: string,
 ): Promise<{ value: boolean } | { answered: unknown }> {
-  if (!BACKEND_CLIENT_ID.test(clientId)) return { value: false }
-  const got = await storeAnswer(request, reply, () => registry.isReplaced(clientId))
+  const id = backendClientId(clientId)
+  if (id === undefined) return { value: false }
+  const got = await storeAnswer(request, reply, () => registry.isReplaced(id))
   if ('value' in got && got.value) request.log.warn({ clientId }, `client metadata: ${REPLACED}`)
   return got
 }

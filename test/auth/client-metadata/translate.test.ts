@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { formClientId } from '../../../src/auth/client-metadata/translate.ts'
+import { backendClientId, formClientId } from '../../../src/auth/client-metadata/translate.ts'
 import { withFakeBackend } from '../../support/app.ts'
 
 test('the first client_id of a form, as Go reads it, replaced by one while every other pair keeps its bytes', () => {
@@ -85,4 +85,30 @@ test("a document's redirect_uri and client_id are read as Supabase Auth reads th
   } finally {
     await h.close()
   }
+})
+
+test('a client id is read in every spelling Supabase Auth’s UUID parser takes, to its canonical form', () => {
+  const id = '6ba7b810-9dad-11d1-80b4-00c04fd430c8'
+  const hex = id.replaceAll('-', '')
+  for (const spelling of [
+    id,
+    id.toUpperCase(),
+    hex,
+    hex.toUpperCase(),
+    `{${id}}`,
+    `{${hex}}`,
+    `urn:uuid:${id}`,
+    `URN:UUID:${hex}`,
+  ])
+    assert.equal(backendClientId(spelling), id, spelling)
+  for (const other of [
+    '',
+    'https://client.example/doc.json',
+    `${id}x`,
+    `{${id}`,
+    `urn:uuid:{${id}}`,
+    id.replace('-', ''),
+    `6ba7b810-9dad-11d1-80b4-00c04fd430cg`,
+  ])
+    assert.equal(backendClientId(other), undefined, other)
 })
