@@ -27,6 +27,8 @@ import { openApiAjvOptions } from './openapi/annotation-keywords.ts'
 import { createRegistry } from './openapi/index.ts'
 import { enabledRoutes } from './auth/routes/index.ts'
 import { unrouted } from './auth/mount.ts'
+import { sendServiceError } from './services/errors.ts'
+import { unconfiguredService } from './services/unconfigured.ts'
 import { authgate, type AuthgatePluginOptions } from './plugin.ts'
 import { refuseUnknownOptions } from './config/known-options.ts'
 import type { RateLimiter } from './ratelimit/index.ts'
@@ -286,7 +288,19 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     if (jwks) readiness.require('signing_keys', () => jwks.load())
   }
   if (options.refuseEarly && rateLimiter) refuseEarly(app, config, rateLimiter, metrics)
-  if (options.answerUnrouted) app.setNotFoundHandler(unrouted(enabledRoutes(config.disabledGroups), config.prefix))
+  if (options.answerUnrouted) {
+    const otherwise = unrouted(enabledRoutes(config.disabledGroups), config.prefix)
+    const mounted = new Set(
+      app.hasDecorator('authgateServices') ? app.authgateServices.config.upstreams.map((u) => u.row.name) : [],
+    )
+    app.setNotFoundHandler((request, reply) => {
+      const target = (request.raw.url ?? '').split('?')[0]!
+      const why = unconfiguredService(target, mounted)
+      if (why === undefined) return otherwise(request, reply)
+      // In the services' shape, whatever the request asks (D74): their clients read `message`.
+      return sendServiceError(reply, 'not_found', `No route for ${request.method} ${target}: ${why}`)
+    })
+  }
   registerDocs(app, registry, options.openapi, await restDocument(app, options))
   return app
 }
