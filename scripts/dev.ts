@@ -284,9 +284,7 @@ export async function runDev(argv: string[]): Promise<number> {
         await prepareAuthDatabase(database, { fresh: values.fresh, target })
         postgresLine = `PostgreSQL at ${target.host}:${target.port}`
       } else {
-        say(
-          `${unreachable.split(';')[0]}: using an embedded PostgreSQL (data in ${relative(process.cwd(), resolve(values['postgres-dir'])) || '.'})`,
-        )
+        say(`${unreachable.split(';')[0]}: using an embedded PostgreSQL`)
         const reservation = await reservePort()
         await reservation.release()
         const embedded = await startEmbeddedPostgres({
@@ -295,6 +293,13 @@ export async function runDev(argv: string[]): Promise<number> {
           database,
           fresh: values.fresh,
           onInitialise: () => say('creating its cluster (first start only)'),
+          movable: resolve(values['postgres-dir']) === EMBEDDED_DIR,
+          onDataDir: (dir, moved) =>
+            say(
+              moved
+                ? `its data is in ${dir}: it runs as another account than root, which cannot reach this clone`
+                : `its data is in ${relative(process.cwd(), dir) || '.'}`,
+            ),
         })
         // Fast shutdown: sessions are cut, the data is checkpointed.
         track(embedded.service, 'SIGINT', 30_000)
