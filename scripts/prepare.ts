@@ -11,6 +11,7 @@ import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { engineWarningNote } from './engine-warnings.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const built = join(root, 'dist', 'index.js')
@@ -67,3 +68,6 @@ if (tsc === undefined && !packing) {
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: ['ignore', 2, 2], cwd: root })
   process.stderr.write('authgate: compiled src/ to dist/\n')
 }
+
+const note = engineWarningNote(process.env.npm_config_user_agent, process.versions.node)
+if (note !== undefined && !packing) process.stderr.write(note)
