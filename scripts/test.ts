@@ -67,6 +67,10 @@ export const OWN_PROCESS_FILES: ReadonlyArray<{ file: string; why: string }> = [
     why: 'clones the repository and installs it with npm ci --omit=dev, then starts it (30 to 60 s)',
   },
   { file: 'test/cluster.test.ts', why: 'starts a Redis Cluster and its replicas and waits for them' },
+  {
+    file: 'test/deploy/monitoring.test.ts',
+    why: 'starts authgate and Prometheus, loads one and waits for the other to scrape it',
+  },
   { file: 'test/docs-server/docs-page-chromium.test.ts', why: 'drives the reference page in Chromium' },
   { file: 'test/ratelimit/redis-tls.test.ts', why: 'makes certificates and starts Redis servers with TLS' },
 ]
