@@ -119,7 +119,7 @@ export const REACHABLE_BASE = '/var/tmp'
  * A directory of root's under REACHABLE_BASE, created 0755 when absent. That base is writable by
  * everyone, so a name another account took first (or a symbolic link) is refused, not used.
  */
-async function rootOwnedDirectory(path: string): Promise<void> {
+export async function rootOwnedDirectory(path: string): Promise<void> {
   await mkdir(path, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'EEXIST') throw error
   })
