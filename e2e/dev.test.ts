@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +9,7 @@ import { after, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { GoTrueClient } from '@supabase/auth-js'
+import { createClient } from '@supabase/supabase-js'
 import type { Page } from 'playwright-core'
 import { embeddedPostgresBinaries } from '../scripts/dev/embedded-postgres.ts'
 import { chromiumUnavailableReason, launchChromium } from './support/chromium.ts'
@@ -55,6 +56,7 @@ interface DevRun {
 const terminal = plainEnvironment()
 
 const READY = /authgate dev: ready — API (\S+) · docs (\S+) · metrics (\S+) · test user (\S+) \/ (\S+)\n/
+const SUPABASE_JS = /export SUPABASE_URL=(\S+) SUPABASE_KEY=(\S+)\n/
 const BACKEND = /Supabase Auth {2}http:\/\/127\.0\.0\.1:(\d+) \(.*? at 127\.0\.0\.1:(\d+)\)/
 
 async function startDev(args: string[], env: Record<string, string> = {}): Promise<DevRun> {
@@ -91,6 +93,31 @@ async function startDev(args: string[], env: Record<string, string> = {}): Promi
   }
   process.kill(-child.pid!, 'SIGKILL')
   throw new Error(`npm run dev printed no ready line within 240 s:\n${output}`)
+}
+
+/** The README's supabase-js program, exactly as written between its markers. */
+async function readmeExample(): Promise<string> {
+  const readme = await readFile(join(repoRoot, 'README.md'), 'utf8')
+  const block = /<!-- dev-example:start[^>]*-->\s*```js\n([\s\S]*?)```\s*<!-- dev-example:end -->/.exec(readme)
+  if (!block) throw new Error('README.md: the dev example markers are missing')
+  return block[1]!
+}
+
+/** Runs the README's program as its reader does: `node try.mjs` in the clone, with the printed variables. */
+async function runReadmeExample(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  // Inside the repository, so that '@supabase/supabase-js' resolves as it does in the clone.
+  const dir = await mkdtemp(join(repoRoot, '.dev-example-'))
+  try {
+    await writeFile(join(dir, 'try.mjs'), await readmeExample())
+    const child = spawn(process.execPath, ['try.mjs'], { cwd: dir, env: { ...terminal, ...env } })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    return { code, output }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
 }
 
 /** Every process below `root`, from /proc. */
@@ -225,7 +252,7 @@ describe('npm run dev', { timeout: 900_000 }, () => {
       const run = await startDev(['--port', String(await freePort()), '--database', database, '--fresh'])
       try {
         const { api, docs, metrics, email, password } = run.ready
-        assert.match(api, /^http:\/\/localhost:\d+\/auth$/)
+        assert.match(api, /^http:\/\/localhost:\d+\/auth\/v1$/)
         assert.match(run.output(), /PostgreSQL at /)
         await signIn(api, email, password)
         await signUpAndIn(api, `dev-test-${Date.now()}@example.com`, 'dev-test-password-1')
@@ -250,6 +277,27 @@ describe('npm run dev', { timeout: 900_000 }, () => {
           await response.body?.cancel()
           assert.equal(response.status, 200, url)
         }
+
+        // The README's supabase-js program, with the URL and key of the ready line.
+        const printed = SUPABASE_JS.exec(log)
+        assert.ok(printed, log)
+        const [, url, key] = printed as unknown as [string, string, string]
+        assert.equal(url, new URL(api).origin)
+        assert.match(log, new RegExp(`supabase-js {4}createClient\\('${url}', '${key}'\\)`))
+        // The anon key: a JWT with the role anon, signed by the stack's Supabase Auth.
+        const anon = JSON.parse(Buffer.from(key.split('.')[1]!, 'base64url').toString()) as { role: string }
+        assert.equal(anon.role, 'anon')
+        const example = await runReadmeExample({ SUPABASE_URL: url, SUPABASE_KEY: key })
+        assert.equal(example.code, 0, example.output)
+        assert.match(example.output, /^signed up: newcomer-\d+@example\.com$/m)
+        assert.match(example.output, /^signed in, token expires in \d+ s$/m)
+        assert.match(example.output, /^getUser: [0-9a-f-]{36} newcomer-\d+@example\.com$/m)
+        assert.match(example.output, /^signed out: true$/m)
+        // A service the stack does not run says so, in authgate's shape, through supabase-js.
+        const supabase = createClient(url, key, { auth: { persistSession: false, autoRefreshToken: false } })
+        const todos = await supabase.from('todos').select()
+        assert.equal(todos.status, 404)
+        assert.match(todos.error?.message ?? '', /PostgREST is not configured: .*AUTHGATE_REST_URL/)
       } finally {
         await interrupt(run)
       }
@@ -317,7 +365,7 @@ describe('npm run dev', { timeout: 900_000 }, () => {
         // Signing in as sent, with the examples as the page fills them: the test user's, and no
         // optional redirect_to ticked (a redirect the allow list does not hold). First, while no body
         // has been edited: the client keeps an edited body for as long as the page is open.
-        const asFilled = await tryIt(page, 'Sign in or refresh a session', 'POST /auth/token')
+        const asFilled = await tryIt(page, 'Sign in or refresh a session', 'POST /auth/v1/token')
         assert.equal(asFilled.status, 200, asFilled.text)
         assert.equal((JSON.parse(asFilled.text) as { user: { email: string } }).user.email, run.ready.email)
         assert.equal(new URL(asFilled.url).searchParams.get('redirect_to'), null, asFilled.url)
@@ -325,21 +373,21 @@ describe('npm run dev', { timeout: 900_000 }, () => {
           await page.screenshot({ path: join(process.env.SCREENSHOT_DIR, 'try-it-sign-in.png') })
         const email = `dev-try-it-${Date.now()}@example.com`
         const password = 'correct-horse-battery-7'
-        const signUp = await tryIt(page, 'Sign up with e-mail or phone and password', 'POST /auth/signup', {
+        const signUp = await tryIt(page, 'Sign up with e-mail or phone and password', 'POST /auth/v1/signup', {
           email,
           password,
         })
         assert.equal(signUp.status, 200, signUp.text)
-        const signIn = await tryIt(page, 'Sign in or refresh a session', 'POST /auth/token', { email, password })
+        const signIn = await tryIt(page, 'Sign in or refresh a session', 'POST /auth/v1/token', { email, password })
         assert.equal(signIn.status, 200, signIn.text)
         const token = (JSON.parse(signIn.text) as { access_token: string }).access_token
         // GET /user requires the bearer token: the client's Authentication section takes it.
         await page.getByRole('button', { name: 'Close Client' }).click()
         await page.getByText('Get the signed-in user', { exact: true }).first().click()
-        await page.getByRole('button', { name: 'Test Request (get /auth/user)' }).click()
+        await page.getByRole('button', { name: 'Test Request (get /auth/v1/user)' }).click()
         await page.getByText('Authentication', { exact: true }).last().click()
         await page.locator('[placeholder="Token"], [data-placeholder="Token"]').first().fill(token)
-        const answer = page.waitForResponse((r) => new URL(r.url()).pathname === '/auth/user')
+        const answer = page.waitForResponse((r) => new URL(r.url()).pathname === '/auth/v1/user')
         await page.keyboard.press('Control+Enter')
         const user = await answer
         assert.equal(user.status(), 200)

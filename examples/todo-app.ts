@@ -6,7 +6,7 @@ import { TODO_OPENAPI, registerTodoRoutes } from './todo-routes.ts'
  * An application using authgate as a library: Supabase Auth mounted under /auth, its own typed
  * routes beside it behind Supabase Auth's access tokens, one OpenAPI document and one reference
  * page for both. With the development stack (`npm run dev`: Supabase Auth on port 9999, tokens
- * issued as http://localhost:8080/auth):
+ * issued as http://localhost:8080/auth/v1, where that stack mounts Auth for supabase-js):
  *
  *   AUTHGATE_BACKEND_URL=http://localhost:9999 node --conditions=authgate-source examples/todo-app.ts
  *   open http://127.0.0.1:3000/docs
@@ -17,7 +17,7 @@ import { TODO_OPENAPI, registerTodoRoutes } from './todo-routes.ts'
 export type TodoAppOptions = AuthgateOptions
 
 /** The issuer of the development stack's tokens (its GOTRUE_JWT_ISSUER), unless JWT_ISSUER says otherwise. */
-export const DEV_ISSUER = 'http://localhost:8080/auth'
+export const DEV_ISSUER = 'http://localhost:8080/auth/v1'
 
 export async function buildTodoApp(options: TodoAppOptions = {}): Promise<FastifyInstance> {
   const app = await buildApp({

@@ -15,13 +15,12 @@ import {
   SUPABASE_AUTH_GO_VERSION,
   SUPABASE_AUTH_VERSION,
 } from './supabase-auth/binary.ts'
-import { atLeast, buildFromArchive, goVersion } from './supabase-auth/build.ts'
+import { atLeast, buildFromArchive, goVersion, SourceUnavailableError } from './supabase-auth/build.ts'
+import { SOURCE_ENV, UPSTREAM_ARCHIVE, waysOut } from './supabase-auth/ways-out.ts'
 
 const execFileAsync = promisify(execFile)
 
-export const SOURCE_ENV = 'AUTHGATE_SUPABASE_AUTH_SRC'
-/** GitHub's archive of the pinned commit: what a user with the internet downloads. */
-export const UPSTREAM_ARCHIVE = `https://github.com/supabase/auth/archive/${SUPABASE_AUTH_COMMIT}.tar.gz`
+export { SOURCE_ENV, UPSTREAM_ARCHIVE }
 /**
  * The digest (treeDigest) of that commit's files, pinned: an archive whose files differ in any byte
  * is refused, wherever it came from. Any `git archive` of the commit gives the same digest.
@@ -53,20 +52,23 @@ export function chooseSource(env: NodeJS.ProcessEnv): string {
 }
 
 /** The go command, refused with a message that says what to do when missing or too old. */
-export async function usableGo(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const go = await findGo(env)
-  const instead = `or set ${BINARY_ENV}=/path/to/supabase-auth to a server built elsewhere`
+export async function usableGo(
+  env: NodeJS.ProcessEnv = process.env,
+  options: { findGo?: (env: NodeJS.ProcessEnv) => Promise<string | undefined> } = {},
+): Promise<string> {
+  const go = await (options.findGo ?? findGo)(env)
   if (go === undefined) {
     throw new Error(
-      `Go is not installed (Supabase Auth is a Go program): install Go >= ${SUPABASE_AUTH_GO_VERSION} ` +
-        `(https://go.dev/dl/) and run this again (looked on PATH and in /usr/local/go/bin), ${instead}`,
+      'Go is not installed (Supabase Auth is a Go program; looked on PATH and in /usr/local/go/bin).\n' +
+        waysOut({ needGo: true, needArchive: false }),
     )
   }
   const { stdout } = await execFileAsync(go, ['version'])
   const version = goVersion(stdout)
   if (version === undefined || !atLeast(version, SUPABASE_AUTH_GO_VERSION)) {
     throw new Error(
-      `${go} is ${stdout.trim()}; Supabase Auth needs Go >= ${SUPABASE_AUTH_GO_VERSION}: upgrade it, ${instead}`,
+      `${go} is ${stdout.trim()}; Supabase Auth needs Go >= ${SUPABASE_AUTH_GO_VERSION}.\n` +
+        waysOut({ needGo: true, needArchive: false }),
     )
   }
   return go
@@ -112,6 +114,10 @@ async function main(): Promise<number> {
     go,
     buildFlags: ['-ldflags', `-s -w -X github.com/supabase/auth/internal/utilities.Version=${SUPABASE_AUTH_VERSION}`],
     log: (line) => console.error(`backend:build: ${line}`),
+  }).catch((error: unknown) => {
+    // The archive or Go's modules could not be fetched (offline, a proxy): what else there is.
+    if (error instanceof SourceUnavailableError) throw new Error(`${error.message}\n${waysOut()}`, { cause: error })
+    throw error
   })
   console.log(built)
   return 0

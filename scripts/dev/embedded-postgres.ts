@@ -3,9 +3,9 @@
 // package), a data directory under .cache/, TCP on 127.0.0.1 only.
 import { spawn } from 'node:child_process'
 import type { SpawnOptions } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
-import { chown, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { arch, platform } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { authDatabaseSql, CLUSTER_ROLES_SQL } from '../supabase-auth/postgres.ts'
@@ -107,6 +107,64 @@ export function blockedAdvice(account: Account, blocked: string[]): string {
     `search permission only, it does not make the contents readable), or run npm run dev as another user, or ` +
     `point PGHOST at a PostgreSQL you run (any reachable one is used instead of the embedded one)`
   )
+}
+
+/**
+ * Where root keeps what the server's account must reach when the clone is out of its reach (a
+ * clone in /root): a directory every account may enter, which survives a reboot (unlike /tmp).
+ */
+export const REACHABLE_BASE = '/var/tmp'
+
+/**
+ * A directory of root's under REACHABLE_BASE, created 0755 when absent. That base is writable by
+ * everyone, so a name another account took first (or a symbolic link) is refused, not used.
+ */
+export async function rootOwnedDirectory(path: string): Promise<void> {
+  await mkdir(path, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error
+  })
+  const info = await lstat(path)
+  if (!info.isDirectory() || info.uid !== 0 || (info.mode & 0o022) !== 0)
+    throw new Error(`${path} is not a directory of root's that only root may write to: remove it, or set PGHOST`)
+  await chmod(path, 0o755)
+}
+
+/**
+ * The default data directory, or where it goes when the server's account cannot reach it:
+ * `/var/tmp/authgate-dev-postgres-<hash of its path>`, one per clone, kept across starts.
+ */
+export function reachableDataDir(dir: string, base = REACHABLE_BASE): string {
+  const hash = createHash('sha256').update(resolve(dir)).digest('hex').slice(0, 12)
+  return join(base, `authgate-dev-postgres-${hash}`)
+}
+
+/**
+ * The package's binaries (its native/ folder: bin, lib, share), copied once per version to
+ * `/var/tmp/authgate-postgres-<version>/` when the server's account cannot reach them in the clone.
+ * The copy is made under a temporary name and renamed when complete.
+ */
+async function reachableBinaries(binaries: Binaries, base = REACHABLE_BASE): Promise<Binaries> {
+  const native = dirname(dirname(binaries.postgres))
+  const manifest = JSON.parse(await readFile(join(dirname(native), 'package.json'), 'utf8')) as { version: string }
+  const target = join(base, `authgate-postgres-${manifest.version}`)
+  const ready = await lstat(join(target, 'native', 'bin', 'postgres')).then(
+    () => true,
+    () => false,
+  )
+  if (!ready) {
+    const partial = await mkdtemp(join(base, `authgate-postgres-${manifest.version}.partial-`))
+    try {
+      await cp(native, join(partial, 'native'), { recursive: true, verbatimSymlinks: true })
+      await chmod(partial, 0o755)
+      await rm(target, { recursive: true, force: true })
+      await rename(partial, target)
+    } finally {
+      await rm(partial, { recursive: true, force: true })
+    }
+  }
+  await rootOwnedDirectory(target)
+  const bin = join(target, 'native', 'bin')
+  return { initdb: join(bin, 'initdb'), postgres: join(bin, 'postgres') }
 }
 
 function run(command: string, args: string[], options: SpawnOptions, input = ''): Promise<string> {
@@ -222,16 +280,35 @@ export async function startEmbeddedPostgres(options: {
   database: string
   fresh: boolean
   onInitialise?: () => void
+  /**
+   * `dir` is the default one, which may move to REACHABLE_BASE when run as root and the server's
+   * account cannot reach it.
+   */
+  movable?: boolean
+  /** Told where the data is, and whether it moved there for want of access to `dir`. */
+  onDataDir?: (dir: string, moved: boolean) => void
 }): Promise<EmbeddedPostgres> {
-  const binaries = await embeddedPostgresBinaries()
-  if ('reason' in binaries) throw new Error(binaries.reason)
+  const found = await embeddedPostgresBinaries()
+  if ('reason' in found) throw new Error(found.reason)
+  let binaries: Binaries = found
   const account = await serverAccount()
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', LC_ALL: 'C' }
-  const dir = options.dir ?? EMBEDDED_DIR
+  let dir = options.dir ?? EMBEDDED_DIR
+  let moved = false
   if (account !== undefined) {
+    // Run as root from a clone the server's account cannot enter (a clone in /root): the binaries
+    // and the default data directory move to where it can; a directory the user named does not.
+    if ((await blockedDirectories(account, [dirname(binaries.postgres)])).length > 0)
+      binaries = await reachableBinaries(binaries)
+    if (options.movable && (await blockedDirectories(account, [dir])).length > 0) {
+      dir = reachableDataDir(dir)
+      await rootOwnedDirectory(dir)
+      moved = true
+    }
     const blocked = await blockedDirectories(account, [dir, dirname(binaries.postgres)])
     if (blocked.length > 0) throw new Error(blockedAdvice(account, blocked))
   }
+  options.onDataDir?.(dir, moved)
   const dataDir = join(dir, 'data')
   await mkdir(dir, { recursive: true })
   if (options.fresh) await rm(dataDir, { recursive: true, force: true })

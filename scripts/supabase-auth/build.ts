@@ -64,6 +64,12 @@ export interface BuildOptions {
 
 export const isUrl = (source: string): boolean => /^https?:\/\//i.test(source)
 
+/** What the build needed from the network could not be fetched: the archive, or Go's modules. */
+export class SourceUnavailableError extends Error {}
+
+/** How often a long step says it is still going. */
+const PROGRESS_EVERY_MS = 5000
+
 /** Downloads `url` into `file`, with a progress line every few seconds of a long download. */
 export async function download(url: string, file: string, log: (line: string) => void): Promise<void> {
   let response: Response
@@ -71,10 +77,10 @@ export async function download(url: string, file: string, log: (line: string) =>
     response = await fetch(url, { redirect: 'follow' })
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : ''
-    throw new Error(`could not download ${url}${cause}`, { cause: error })
+    throw new SourceUnavailableError(`could not download ${url}${cause}`, { cause: error })
   }
   if (!response.ok || response.body === null) {
-    throw new Error(`could not download ${url}: HTTP ${response.status}`)
+    throw new SourceUnavailableError(`could not download ${url}: HTTP ${response.status}`)
   }
   const declared = Number(response.headers.get('content-length') ?? NaN)
   let received = 0
@@ -93,16 +99,95 @@ export async function download(url: string, file: string, log: (line: string) =>
   log(`downloaded ${mb(received)} MB from ${url}`)
 }
 
-function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<void> {
+/**
+ * Runs a Go command. Its standard error goes to `line`, one line at a time (`go build -v` names each
+ * package there as it compiles it); its standard output is returned. The caller's stdout stays its own.
+ */
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+  line: (text: string) => void,
+): Promise<string> {
   return new Promise((resolvePromise, reject) => {
-    // The compiler's output goes to stderr so that a caller's stdout stays its own.
-    const child = spawn(command, args, { ...options, stdio: ['ignore', process.stderr, process.stderr] })
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let partial = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')))
+    child.stderr.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n')
+      partial = lines.pop() ?? ''
+      for (const text of lines) line(text)
+    })
     child.once('error', reject)
-    child.once('exit', (code, signal) => {
-      if (code === 0) resolvePromise()
+    child.once('close', (code, signal) => {
+      if (partial !== '') line(partial)
+      if (code === 0) resolvePromise(stdout)
       else reject(new Error(`${command} ${args.join(' ')} failed (${code ?? signal})`))
     })
   })
+}
+
+/** Calls `say` every PROGRESS_EVERY_MS until the returned function is called. */
+function every(say: () => void): () => void {
+  const timer = setInterval(say, PROGRESS_EVERY_MS)
+  return () => clearInterval(timer)
+}
+
+const seconds = (since: number): string => `${Math.round((Date.now() - since) / 1000)} s`
+
+/** A package path as `go build -v` prints it; anything else on its stderr is the compiler's message. */
+const PACKAGE_LINE = /^[\w.~-]+(\/[\w.~+-]+)*$/
+
+/**
+ * `go list -deps` (which fetches the modules the build needs from the module proxy), then `go build -v`:
+ * a line every few seconds with the time so far and, while compiling, the packages compiled out of
+ * those the program is made of (a warm build cache compiles few of them).
+ */
+async function goBuild(options: BuildOptions, src: string, binary: string, log: (line: string) => void) {
+  const started = Date.now()
+  const env = {
+    ...process.env,
+    // No C compiler needed; the toolchain is the caller's own (no download of another one), and
+    // the module and build caches stay Go's (reused across builds).
+    CGO_ENABLED: '0',
+    GOTOOLCHAIN: 'local',
+    PATH: `${dirname(options.go)}:${process.env.PATH ?? ''}`,
+  }
+  const messages: string[] = []
+  const passOn = (text: string) => {
+    messages.push(text)
+    process.stderr.write(`${text}\n`)
+  }
+  log("fetching the Go modules it needs (Go's module cache, else the module proxy)")
+  let stop = every(() => log(`fetching Go modules: ${seconds(started)} so far`))
+  let packages: number
+  try {
+    const listed = await run(options.go, ['list', '-deps', '-f', '{{.ImportPath}}', '.'], { cwd: src, env }, passOn)
+    packages = listed.split('\n').filter((p) => p !== '').length
+  } catch (error) {
+    throw new SourceUnavailableError(
+      `Go could not get the modules Supabase Auth needs (${messages.slice(-1)[0] ?? (error as Error).message}); ` +
+        'they come from GOPROXY (https://proxy.golang.org by default) unless already in your module cache',
+      { cause: error },
+    )
+  } finally {
+    stop()
+  }
+  log(`compiling ${packages} packages with ${options.go} (${seconds(started)} so far)`)
+  let compiled = 0
+  stop = every(() => log(`compiling: ${compiled} of ${packages} packages compiled, ${seconds(started)} so far`))
+  try {
+    await run(
+      options.go,
+      ['build', '-v', '-buildvcs=false', '-trimpath', ...(options.buildFlags ?? []), '-o', binary, '.'],
+      { cwd: src, env },
+      (text) => (PACKAGE_LINE.test(text) ? compiled++ : passOn(text)),
+    )
+  } finally {
+    stop()
+  }
+  log(`built in ${seconds(started)} (${compiled} of ${packages} packages compiled, the rest from Go's build cache)`)
 }
 
 /** Builds from the archive and returns the binary's path. */
@@ -114,10 +199,16 @@ export async function buildFromArchive(options: BuildOptions): Promise<string> {
   try {
     const archive = join(work, 'source.tar.gz')
     if (isUrl(options.source)) await download(options.source, archive, log)
-    else await copyFile(options.source, archive)
+    else
+      await copyFile(options.source, archive).catch((error: unknown) => {
+        throw new SourceUnavailableError(`could not read ${options.source}: ${(error as Error).message}`, {
+          cause: error,
+        })
+      })
 
     const src = join(work, 'src')
     await mkdir(src)
+    log(`unpacking ${isUrl(options.source) ? 'the archive' : options.source}`)
     try {
       await execFileAsync('tar', ['xzf', archive, '-C', src, '--strip-components=1', '--no-same-owner'])
     } catch (error) {
@@ -131,23 +222,11 @@ export async function buildFromArchive(options: BuildOptions): Promise<string> {
         `${options.source} does not hold the pinned source: its files' digest is ${digest}, expected ${options.digest}`,
       )
     }
-    log(`source verified (${digest}); building with ${options.go}`)
+    log(`source verified (${digest})`)
 
     const binary = join(work, options.binaryName)
-    const started = Date.now()
-    await run(options.go, ['build', '-buildvcs=false', '-trimpath', ...(options.buildFlags ?? []), '-o', binary, '.'], {
-      cwd: src,
-      // No C compiler needed; the toolchain is the caller's own (no download of another one), and
-      // the module and build caches stay Go's (reused across builds).
-      env: {
-        ...process.env,
-        CGO_ENABLED: '0',
-        GOTOOLCHAIN: 'local',
-        PATH: `${dirname(options.go)}:${process.env.PATH ?? ''}`,
-      },
-    })
+    await goBuild(options, src, binary, log)
     await chmod(binary, 0o755)
-    log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
     const target = join(options.dir, options.binaryName)
     await rm(join(options.dir, 'src'), { recursive: true, force: true })

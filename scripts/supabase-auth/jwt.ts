@@ -1,4 +1,4 @@
-import { createHmac, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
+import { createHmac, createPrivateKey, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto'
 
 export interface SigningJwk {
   kty: string
@@ -44,4 +44,18 @@ export function signServiceRoleJwt(secret: string, lifetimeSeconds = 3600): stri
   )
   const signature = createHmac('sha256', secret).update(`${header}.${payload}`).digest('base64url')
   return `${header}.${payload}.${signature}`
+}
+
+/**
+ * The project's anon key as `supabase start` prints one: a JWT with the role `anon`, here signed
+ * with the ES256 key Supabase Auth signs with (so PostgREST or Storage given the same key set accept
+ * it), valid for ten years. It is what supabase-js takes as its key.
+ */
+export function signAnonJwt(jwk: SigningJwk, issuer: string): string {
+  const now = Math.floor(Date.now() / 1000)
+  const header = base64url(JSON.stringify({ alg: 'ES256', typ: 'JWT', kid: jwk.kid }))
+  const payload = base64url(JSON.stringify({ role: 'anon', iss: issuer, iat: now, exp: now + 10 * 365 * 86400 }))
+  const key = createPrivateKey({ key: { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y, d: jwk.d }, format: 'jwk' })
+  const signature = sign('sha256', Buffer.from(`${header}.${payload}`), { key, dsaEncoding: 'ieee-p1363' })
+  return `${header}.${payload}.${base64url(signature)}`
 }

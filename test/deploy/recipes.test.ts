@@ -47,7 +47,7 @@ test('the compose recipe: settings that exist and load, the balancer trusted, a 
   const settings = readSettings(env, loadServiceSettings)
   assert.ok(settings.rateLimit.redis, 'the replicas share one Redis')
   // Only the load balancer's address is trusted for X-Forwarded-For, and the balancer sets it.
-  const lbAddress = /ipv4_address: (\S+)/.exec(compose)?.[1]
+  const lbAddress = interpolate(/ipv4_address: (\S+)/.exec(compose)![1]!)
   assert.deepEqual(settings.core.trustedProxies, [lbAddress])
   assert.equal(/deploy:\n\s+replicas: (\d+)/.exec(compose)?.[1], '3')
   const haproxy = read('haproxy.cfg')
@@ -87,4 +87,50 @@ test('the Kubernetes recipe: ConfigMap and Secret load, probes on the served pat
   assert.doesNotMatch(ports, /9100|metrics/)
   for (const file of Object.keys(k8s).filter((f) => f !== 'kustomization.yaml'))
     assert.ok(k8s['kustomization.yaml']!.includes(`  - ${file}\n`), `${file} is in the kustomization`)
+})
+
+const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+
+test("the recipes follow the README's rules: the publishable key, asymmetric tokens, a network of the user's choosing", async () => {
+  // The README's rule for the hosted key, and every recipe line about AUTHGATE_BACKEND_APIKEY with it.
+  assert.match(README, /Use the publishable \(anon\) key, never the service-role or secret key/)
+  const secret = k8s['secret.yaml']!
+  const comment = secret.slice(0, secret.indexOf('AUTHGATE_BACKEND_APIKEY:')).split('\n').slice(-3).join('\n')
+  assert.match(
+    comment,
+    /publishable \(anon\) key \(sb_publishable_\.\.\.\), never the secret\s+#\s+or service-role key/,
+  )
+  for (const [name, text] of [['compose.yaml', compose], ...Object.entries(k8s)] as Array<[string, string]>) {
+    for (const m of text.matchAll(/^\s*AUTHGATE_BACKEND_APIKEY: (.*)$/gm))
+      assert.doesNotMatch(m[1]!, /sb_secret|service_role/, name)
+  }
+
+  // Tokens signed with an asymmetric key, as the README's checklist says, and no HS256 let back in.
+  assert.match(README, /\*\*Tokens\.\*\* Supabase Auth signs with asymmetric keys \(`GOTRUE_JWT_KEYS`/)
+  const auth = block(compose, /^ {2}auth:$/)
+  assert.match(auth.GOTRUE_JWT_KEYS ?? '', /^\$\{JWT_KEYS:\?/)
+  assert.ok(!/HS256/.test(auth.GOTRUE_JWT_VALID_METHODS ?? ''), 'HS256 is not among the valid methods')
+  // deploy/.env.example's command makes a key Supabase Auth takes: a private ES256 JWK with its `alg`
+  // (without it Supabase Auth signs with HS256) and a key id.
+  const example = read('.env.example')
+  const command = /^# {3}(node -e .*)$/m.exec(example.slice(example.indexOf("# Supabase Auth's signing key")))![1]!
+  const script = /^node -e "(.*)"$/.exec(command)![1]!.replaceAll('\\"', '"')
+  const { execFileSync } = await import('node:child_process')
+  const line = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { PATH: process.env.PATH } })
+  const keys = JSON.parse(/^JWT_KEYS='(.*)'\n$/.exec(line)![1]!) as Array<Record<string, unknown>>
+  assert.equal(keys.length, 1)
+  assert.equal(keys[0]!.alg, 'ES256')
+  assert.equal(keys[0]!.crv, 'P-256')
+  assert.equal(typeof keys[0]!.d, 'string')
+  assert.equal(typeof keys[0]!.kid, 'string')
+  assert.match(example, /^JWT_KEYS=$/m)
+
+  // No fixed network: the subnet and the balancer's address come from deploy/.env, and the address
+  // authgate trusts is the balancer's, from the same variable.
+  for (const m of compose.matchAll(/^\s*(?:- )?(subnet|ipv4_address): (.*)$/gm))
+    assert.match(m[2]!, /^\$\{[A-Z_]+:-[^}]+\}$/, `${m[1]} is configurable: ${m[2]}`)
+  const lb = /ipv4_address: \$\{([A-Z_]+):-/.exec(compose)![1]!
+  assert.match(block(compose, /^ {2}authgate:$/).AUTHGATE_TRUSTED_PROXIES!, new RegExp(`^\\$\\{${lb}:-`))
+  const subnet = /subnet: \$\{([A-Z_]+):-/.exec(compose)![1]!
+  for (const name of [lb, subnet]) assert.match(example, new RegExp(`^${name}=\\S+$`, 'm'), `${name} in .env.example`)
 })

@@ -7,12 +7,22 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { chooseSource, SOURCE_ENV, UPSTREAM_ARCHIVE, usableGo } from '../../scripts/backend-build.ts'
 import { findGo, SUPABASE_AUTH_COMMIT } from '../../scripts/supabase-auth/binary.ts'
-import { atLeast, buildFromArchive, goVersion, treeDigest } from '../../scripts/supabase-auth/build.ts'
+import {
+  atLeast,
+  buildFromArchive,
+  goVersion,
+  SourceUnavailableError,
+  treeDigest,
+} from '../../scripts/supabase-auth/build.ts'
 
 const execFileAsync = promisify(execFile)
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const go = await findGo()
+const noGo = go === undefined ? 'needs Go (apt-get install golang, or https://go.dev/dl/)' : false
 
 describe('backend:build source choice', () => {
   it("downloads the upstream's archive of the pinned commit unless told otherwise", () => {
@@ -42,16 +52,49 @@ describe('Go version check', () => {
     assert.equal(atLeast([2, 0, 0], '1.26.6'), true)
   })
 
-  it('says how to get Go when there is none', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'authgate-nogo-'))
+  it('with no Go, names every way out with its exact variable', async () => {
+    const error = await usableGo({ PATH: '' }, { findGo: async () => undefined }).then(
+      () => assert.fail('resolved without Go'),
+      (e: Error) => e.message,
+    )
+    assert.match(error, /^Go is not installed/)
+    assert.match(error, /install Go >= \d+\.\d+\.\d+ \(https:\/\/go\.dev\/dl\/;/)
+    assert.match(error, /AUTHGATE_SUPABASE_AUTH_BIN=\/path\/to\/supabase-auth: a server built elsewhere/)
+    assert.match(error, /AUTHGATE_BACKEND_URL=http:\/\/localhost:9999 npm run dev: a Supabase Auth you already run/)
+    assert.match(error, /`supabase start`/)
+  })
+})
+
+describe('offline: the archive cannot be downloaded', () => {
+  it('npm run backend:build stops naming every way out with its exact variable', async () => {
+    const cache = await mkdtemp(join(tmpdir(), 'authgate-offline-'))
     try {
-      // An empty PATH; the fallback location may still hold one on this machine.
-      const found = await findGo({ PATH: dir })
-      if (found === undefined)
-        await assert.rejects(usableGo({ PATH: dir }), /Go is not installed .*AUTHGATE_SUPABASE_AUTH_BIN/)
-      else assert.match(await usableGo({ PATH: dir }), /go$/)
+      // .invalid never resolves (RFC 2606): what a machine without DNS or network sees for github.com.
+      const result = await execFileAsync(process.execPath, [join(ROOT, 'scripts', 'backend-build.ts')], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: cache,
+          XDG_CACHE_HOME: cache,
+          [SOURCE_ENV]: 'https://archive.authgate-test.invalid/auth.tar.gz',
+        },
+      }).then(
+        () => assert.fail('the build succeeded offline'),
+        (e: { code: number; stderr: string }) => e,
+      )
+      assert.equal(result.code, 1)
+      const said = result.stderr
+      if (go !== undefined) {
+        assert.match(said, /could not download https:\/\/archive\.authgate-test\.invalid\/auth\.tar\.gz: getaddrinfo/)
+        assert.match(
+          said,
+          /AUTHGATE_SUPABASE_AUTH_SRC=\/path\/to\/auth\.tar\.gz: a copy of https:\/\/github\.com\/supabase\/auth\/archive\//,
+        )
+      }
+      assert.match(said, /AUTHGATE_SUPABASE_AUTH_BIN=\/path\/to\/supabase-auth/)
+      assert.match(said, /AUTHGATE_BACKEND_URL=http:\/\/localhost:9999 npm run dev/)
+      assert.match(said, /`supabase start`/)
     } finally {
-      await rm(dir, { recursive: true, force: true })
+      await rm(cache, { recursive: true, force: true })
     }
   })
 })
@@ -59,8 +102,6 @@ describe('Go version check', () => {
 // The download, check and build path of npm run backend:build, run for real on a small Go program
 // of this test's own, packed the way GitHub packs an archive (one top-level folder) and served
 // from a local HTTP server.
-const go = await findGo()
-const noGo = go === undefined ? 'needs Go (apt-get install golang, or https://go.dev/dl/)' : false
 
 describe('building from a source archive', { skip: noGo }, () => {
   let dir: string
@@ -134,10 +175,19 @@ describe('building from a source archive', { skip: noGo }, () => {
     ])
   })
 
-  it('builds from a file as from a URL', async () => {
+  it('builds from a file as from a URL, saying it unpacks that file, then each phase of the build', async () => {
     const out = join(dir, 'out-file')
-    await buildFromArchive(options(join(dir, 'good.tar.gz'), out))
+    const lines: string[] = []
+    await buildFromArchive({ ...options(join(dir, 'good.tar.gz'), out), log: (l) => lines.push(l) })
     assert.ok((await stat(join(out, 'tiny'))).isFile())
+    const said = lines.join('\n')
+    assert.ok(!lines.some((l) => l.startsWith('download')), said)
+    assert.ok(lines.includes(`unpacking ${join(dir, 'good.tar.gz')}`), said)
+    assert.match(said, /^fetching the Go modules it needs/m)
+    // fmt and os, and the standard library packages they import.
+    assert.match(said, /^compiling (\d+) packages with .*go \(\d+ s so far\)$/m)
+    assert.ok(Number(/^compiling (\d+) packages/m.exec(said)![1]) > 10, said)
+    assert.match(said, /^built in \d+ s \(\d+ of \d+ packages compiled, the rest from Go's build cache\)$/m)
   })
 
   it('refuses an archive whose files differ from the pinned digest, and keeps the earlier build', async () => {
@@ -160,7 +210,7 @@ describe('building from a source archive', { skip: noGo }, () => {
     )
     await assert.rejects(
       buildFromArchive(options('http://127.0.0.1:1/none.tar.gz', join(dir, 'z'))),
-      /could not download/,
+      (error: Error) => error instanceof SourceUnavailableError && /could not download/.test(error.message),
     )
   })
 })

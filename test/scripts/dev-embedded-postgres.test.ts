@@ -52,3 +52,33 @@ test("run as root from a 0700 directory, the embedded PostgreSQL's account is to
   assert.ok(advice.includes(`chmod o+x ${home}`), advice)
   assert.match(advice, /PGHOST/)
 })
+
+test('run as root from a clone out of reach, the default data goes to one directory per clone that only root may write to', async (t) => {
+  const { mkdtemp, mkdir, chmod, chown, rm, symlink, stat } = await import('node:fs/promises')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const { reachableDataDir, rootOwnedDirectory, REACHABLE_BASE } =
+    await import('../../scripts/dev/embedded-postgres.ts')
+  assert.equal(REACHABLE_BASE, '/var/tmp')
+  const a = reachableDataDir('/root/x/.cache/dev-postgres')
+  assert.match(a, /^\/var\/tmp\/authgate-dev-postgres-[0-9a-f]{12}$/)
+  assert.equal(reachableDataDir('/root/x/.cache/dev-postgres/'), a, 'the same clone, the same directory')
+  assert.notEqual(reachableDataDir('/root/y/.cache/dev-postgres'), a, 'another clone, another directory')
+
+  const base = await mkdtemp(join(tmpdir(), 'authgate-reachable-'))
+  t.after(() => rm(base, { recursive: true, force: true }))
+  const made = join(base, 'made')
+  await rootOwnedDirectory(made)
+  assert.equal((await stat(made)).mode & 0o777, 0o755)
+  // A world-writable base lets anyone take the name first: a link, or a directory others may write to, is refused.
+  await symlink(made, join(base, 'link'))
+  await assert.rejects(rootOwnedDirectory(join(base, 'link')), /is not a directory of root's/)
+  await mkdir(join(base, 'open'))
+  await chmod(join(base, 'open'), 0o777)
+  await assert.rejects(rootOwnedDirectory(join(base, 'open')), /is not a directory of root's/)
+  if (process.getuid?.() === 0) {
+    await mkdir(join(base, 'theirs'))
+    await chown(join(base, 'theirs'), 4242, 4242)
+    await assert.rejects(rootOwnedDirectory(join(base, 'theirs')), /only root may write to: remove it, or set PGHOST/)
+  }
+})
