@@ -40,17 +40,28 @@ export interface KeyProblem {
 interface Frame {
   /** The keys seen so far: undefined in an array. */
   keys: Set<string> | undefined
-  path: (string | number)[]
+  /** The frame holding this one, undefined at the root. */
+  parent: Frame | undefined
   /** The last key read (objects), or the current index (arrays). */
   at: string | number
 }
 
+/** Keys (and array positions) from the root to `frame`, built only when a repeated key is found. */
+function pathOf(frame: Frame): (string | number)[] {
+  const path: (string | number)[] = []
+  for (let f = frame.parent; f !== undefined; f = f.parent) path.push(f.at)
+  return path.reverse()
+}
+
 /**
  * The first key repeated within one object of a JSON text, at any depth. `text` must already have
- * been parsed successfully: the scan only tells keys from values and skips strings.
+ * been parsed successfully: the scan only tells keys from values and skips strings. One pass, and
+ * each bracket costs the same whatever its depth: a frame points at its parent, and the path is
+ * built only for the answer (a body of `[],[],…` nested deep costs what a flat one does).
  */
 export function repeatedKey(text: string): KeyProblem | undefined {
-  const frames: Frame[] = []
+  let frame: Frame | undefined
+  // True right after `{` or after a `,` in an object: the next string is a key.
   let expectKey = false
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
@@ -58,26 +69,25 @@ export function repeatedKey(text: string): KeyProblem | undefined {
       let end = i + 1
       while (text.charCodeAt(end) !== 0x22) end += text.charCodeAt(end) === 0x5c ? 2 : 1
       if (expectKey) {
-        const frame = frames[frames.length - 1]!
+        const keys = frame!.keys!
         const raw = text.slice(i + 1, end)
         // Only a key with an escape needs decoding (`"\u0065mail"` is `email`).
         const key = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw
-        if (frame.keys!.has(key)) return { path: frame.path, key }
-        frame.keys!.add(key)
-        frame.at = key
+        if (keys.has(key)) return { path: pathOf(frame!), key }
+        keys.add(key)
+        frame!.at = key
         expectKey = false
       }
       i = end
     } else if (c === 0x7b || c === 0x5b) {
-      const parent = frames[frames.length - 1]
-      const path = parent === undefined ? [] : [...parent.path, parent.at]
-      frames.push({ keys: c === 0x7b ? new Set() : undefined, path, at: 0 })
+      frame = { keys: c === 0x7b ? new Set() : undefined, parent: frame, at: 0 }
       expectKey = c === 0x7b
     } else if (c === 0x7d || c === 0x5d) {
-      frames.pop()
+      // An empty object's `}` ends the wait for its first key: what follows belongs to the parent.
+      frame = frame!.parent
+      expectKey = false
     } else if (c === 0x2c) {
-      const frame = frames[frames.length - 1]!
-      if (frame.keys === undefined) frame.at = (frame.at as number) + 1
+      if (frame!.keys === undefined) frame!.at = (frame!.at as number) + 1
       else expectKey = true
     }
   }

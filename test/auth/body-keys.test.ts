@@ -38,6 +38,13 @@ describe('repeated keys', () => {
     assert.equal(repeatedKey('{"a":{"k":1},"b":{"k":1}}'), undefined)
     assert.equal(repeatedKey('"x"'), undefined)
   })
+
+  test('an empty object is closed: the strings after it in an array are values, not keys', () => {
+    assert.equal(repeatedKey('{"a":[{},"x","x"]}'), undefined)
+    assert.equal(repeatedKey('[[{}],"k",{"k":1,"j":[{}, "k"],"m":{}}]'), undefined)
+    assert.deepEqual(repeatedKey('{"a":[{},"x",{"k":1,"k":2}]}'), { path: ['a', 2], key: 'k' })
+    assert.deepEqual(repeatedKey('{"a":{},"a":1}'), { path: [], key: 'a' })
+  })
 })
 
 describe('keys in another case than a declared field', () => {
@@ -130,6 +137,14 @@ describe('bodies the backend would read otherwise are refused and not forwarded'
     })
     assert.equal(res.statusCode, 400, res.body)
     assert.equal(h.backend.requests.length, 0)
+  })
+
+  test('an array holding an empty object then a string is read, not a 500', async () => {
+    h.backend.requests.length = 0
+    const body = '{"email":"a@example.com","password":"correct-horse-battery","data":{"a":[{},"x"]}}'
+    const res = await h.app.inject({ method: 'POST', url: '/auth/signup', payload: body, headers: JSON_CT })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal(h.backend.requests.length, 1)
   })
 
   test('keys inside user metadata are the client’s, in any case, and are forwarded', async () => {
