@@ -102,6 +102,42 @@ function plainJson(text: string): boolean {
   return !text.includes('\\u') && !text.includes('__proto__') && !text.includes('constructor')
 }
 
+/** A `\u` escape of a UTF-16 surrogate (the only way a JSON text can spell a lone one). */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+
+// ES2024's String.prototype.toWellFormed (Node.js 20 and later), beyond the compiler's ES2023 library.
+const toWellFormed = (s: string): string => (s as unknown as { toWellFormed(): string }).toWellFormed()
+
+/**
+ * `value` with every lone surrogate, in strings and keys, read as U+FFFD, as Go's decoder reads
+ * it: `"a\udc00"` is `a` then U+FFFD to Supabase Auth. `JSON.parse` keeps the lone surrogate, so
+ * `a\ud800@example.com` and `a\ud801@example.com` would be two accounts to authgate's limits
+ * and one to the backend. Pairs are kept.
+ */
+export function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return toWellFormed(value)
+  if (Array.isArray(value)) return value.map(wellFormed)
+  if (value === null || typeof value !== 'object') return value
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) {
+    const item = wellFormed((value as Record<string, unknown>)[key])
+    // Defined, not assigned: no key, whatever it reads as, reaches a prototype.
+    Object.defineProperty(out, toWellFormed(key), { value: item, enumerable: true, writable: true, configurable: true })
+  }
+  return out
+}
+
+/** What a number beyond float64's range needs in its text: a three-digit exponent or 309 digits. */
+const BIG_NUMBER = /[eE]\+?\d{3}|\d{309}/
+
+function holdsInfinity(value: unknown): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value)
+  if (value === null || typeof value !== 'object') return false
+  if (Array.isArray(value)) return value.some(holdsInfinity)
+  for (const key of Object.keys(value)) if (holdsInfinity((value as Record<string, unknown>)[key])) return true
+  return false
+}
+
 export type ParseResult = { ok: true; value: unknown; text?: string } | { ok: false; message: string }
 
 export function parseJson(buf: Buffer): ParseResult {
@@ -117,13 +153,14 @@ export function parseJson(buf: Buffer): ParseResult {
   if (text.charCodeAt(0) === 0xfeff)
     return { ok: false, message: 'Could not parse request body as JSON: Unexpected token' }
   try {
-    return {
-      ok: true,
-      value: plainJson(text)
-        ? JSON.parse(text)
-        : sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }),
-      text,
-    }
+    const value: unknown = plainJson(text)
+      ? JSON.parse(text)
+      : sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+    // Go's decoder fails on a number beyond float64 (`1e400`, 400 digits) wherever it decodes one,
+    // where JSON.parse reads Infinity: refused, wherever it is (docs/decisions.md, D137).
+    if (BIG_NUMBER.test(text) && holdsInfinity(value))
+      return { ok: false, message: 'Could not parse request body as JSON: a number is beyond the range of a float64' }
+    return { ok: true, value: SURROGATE_ESCAPE.test(text) ? wellFormed(value) : value, text }
   } catch (err) {
     const detail = jsonErrorDetail(err instanceof Error ? err.message : String(err))
     return { ok: false, message: `Could not parse request body as JSON: ${detail}` }
