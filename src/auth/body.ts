@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer'
+import { isRecord } from '../core/is-record.ts'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
@@ -185,6 +186,23 @@ export function parseForm(buf: Buffer): ParseResult {
 }
 
 /**
+ * A field of a form body's schema that the query names and the form does not hold. Go's `FormValue`
+ * reads the form's pairs, then the query's: to Supabase Auth such a field has the query's value,
+ * and to authgate, which judges the body, none. Refused rather than judged on one reading of two
+ * (docs/decisions.md, D137).
+ */
+export function formFieldInQuery(
+  route: AuthRoute,
+  form: Readonly<Record<string, string>>,
+  query: Readonly<Record<string, string>> | undefined,
+): string | undefined {
+  if (query === undefined || !isRecord((route.body as Record<string, unknown>).properties)) return undefined
+  const fields = (route.body as { properties: Record<string, unknown> }).properties
+  for (const name of Object.keys(query)) if (Object.hasOwn(fields, name) && !(name in form)) return name
+  return undefined
+}
+
+/**
  * A key the backend would read otherwise than authgate: repeated in one object, or in another case
  * than the field it names (src/auth/body-keys.ts). A form's keys are exact for the backend too.
  */
@@ -247,7 +265,12 @@ export type BodyReading =
   | { refused: 'bad_json' | 'validation_failed' | 'unsupported_media_type'; message: string }
   | { undecodable: TypeMismatch }
 
-export function readBody(route: AuthRoute, raw: Buffer | undefined, contentType: string | undefined): BodyReading {
+export function readBody(
+  route: AuthRoute,
+  raw: Buffer | undefined,
+  contentType: string | undefined,
+  query?: Readonly<Record<string, string>>,
+): BodyReading {
   const kind = mediaKind(contentType)
   if (raw === undefined || raw.length === 0) {
     // The backend never reads this body: an empty one is fine whatever the Content-Type says.
@@ -260,6 +283,14 @@ export function readBody(route: AuthRoute, raw: Buffer | undefined, contentType:
   if (kind === 'json' || (kind === 'form' && route.form)) {
     const parsed = kind === 'json' ? parseJson(raw) : parseForm(raw)
     if (!parsed.ok) return { refused: 'bad_json', message: parsed.message }
+    if (kind === 'form') {
+      const named = formFieldInQuery(route, parsed.value as Record<string, string>, query)
+      if (named !== undefined)
+        return {
+          refused: 'validation_failed',
+          message: `querystring/${named} names a field of the form, which Supabase Auth may read from the query: send it in the body`,
+        }
+    }
     if (kind === 'json') {
       // Go's decoder reads a top-level `null` into the request's struct as no field at all, and
       // refuses any other value that is not an object: so does authgate. The bytes go on as sent.
@@ -289,7 +320,7 @@ function bodyReader(route: AuthRoute) {
     const raw = request.body as Buffer | undefined
     request.rawBody = raw
     if (!route.body) return
-    const read = readBody(route, raw, request.headers['content-type'])
+    const read = readBody(route, raw, request.headers['content-type'], request.query as Record<string, string>)
     if ('body' in read) {
       request.body = read.body
       return

@@ -32,3 +32,31 @@ describe('values read as Go reads them', () => {
     assert.ok('body' in big)
   })
 })
+
+describe("a form read as Go's FormValue reads it", () => {
+  const form = (body: string, query: Record<string, string>) =>
+    readBody(route('POST /oauth/token'), Buffer.from(body), 'application/x-www-form-urlencoded', query)
+
+  test("a field the form lacks and the query names is refused: Go would read the query's value", () => {
+    assert.deepEqual(form('grant_type=authorization_code&code=c&code_verifier=v', { client_id: 'evil' }), {
+      refused: 'validation_failed',
+      message:
+        'querystring/client_id names a field of the form, which Supabase Auth may read from the query: send it in the body',
+    })
+  })
+
+  test("the form's own value comes first to Go too; other query names are not the form's", () => {
+    const body = 'grant_type=authorization_code&code=c&code_verifier=v&client_id=mine'
+    const read = form(body, { client_id: 'other', x: '1' })
+    assert.ok('body' in read)
+    assert.deepEqual(
+      { ...(read.body as object) },
+      {
+        grant_type: 'authorization_code',
+        code: 'c',
+        code_verifier: 'v',
+        client_id: 'mine',
+      },
+    )
+  })
+})

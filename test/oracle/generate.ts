@@ -250,6 +250,9 @@ const queryName = fc.constantFrom(
   '',
   'GRANT_TYPE',
   'grant%5Ftype',
+  'client_id',
+  'code_verifier',
+  'email',
 )
 const queryValue = fc.constantFrom(
   'password',

@@ -38,15 +38,18 @@ function validator(route: AuthRoute): ValidateFunction {
 const isZero = (v: unknown) =>
   v === undefined || v === null || v === '' || v === false || (Array.isArray(v) && v.length === 0)
 
-/** Equal as JSON values (numbers by value, objects by their keys in any order). */
+/** Equal as JSON values (numbers by value, objects by their keys in any order, null properties as absent ones). */
 export function sameValue(a: unknown, b: unknown): boolean {
   if (a === b) return true
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
   if (Array.isArray(a) !== Array.isArray(b)) return false
   if (Array.isArray(a))
     return a.length === (b as unknown[]).length && a.every((x, i) => sameValue(x, (b as unknown[])[i]))
-  const ka = Object.keys(a)
-  const kb = Object.keys(b)
+  // A null property is an absent one: authgate judges bodies without them (src/auth/types/nullable.ts).
+  // Go keeps a null in a map of anything as nil, where authgate decides nothing (any value passes).
+  const present = (o: object) => Object.keys(o).filter((k) => (o as Record<string, unknown>)[k] !== null)
+  const ka = present(a)
+  const kb = present(b)
   return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && sameValue((a as any)[k], (b as any)[k]))
 }
 
@@ -72,7 +75,7 @@ export async function differences(
 
   const header = (name: string) => request.headers.find(([k]) => k.toLowerCase() === name)?.[1]
   const contentType = header('content-type')
-  const read = readBody(route, request.body, contentType)
+  const read = readBody(route, request.body, contentType, query)
   if (!('body' in read) || !validator(route)(read.body)) {
     tally.refused++
     return out

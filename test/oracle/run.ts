@@ -1,7 +1,7 @@
 /**
  * Runs generated requests through authgate's readers and the Go oracle, and reports those on which
  * they differ (shrunk by fast-check to a smallest such request). Used by test/oracle/oracle.test.ts
- * (a fixed budget per run) and by `npm run fuzz` (scripts/fuzz.ts: for as long as asked).
+ * (a fixed budget per run) and by `npm run fuzz` (test/oracle/fuzz.ts: for as long as asked).
  */
 import { execFileSync } from 'node:child_process'
 import fc from 'fast-check'

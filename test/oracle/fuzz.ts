@@ -7,10 +7,10 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { stored, type StoredCase } from '../test/oracle/generate.ts'
-import { goBinary, GoOracle } from '../test/oracle/go-oracle.ts'
-import { tally } from '../test/oracle/property.ts'
-import { runOnce, seedOf } from '../test/oracle/run.ts'
+import { stored, type StoredCase } from './generate.ts'
+import { goBinary, GoOracle } from './go-oracle.ts'
+import { tally } from './property.ts'
+import { runOnce, seedOf } from './run.ts'
 
 const { values } = parseArgs({
   options: {
@@ -28,7 +28,7 @@ if (go === undefined) {
 const deadline = Date.now() + Number(values.minutes) * 60_000
 const budget = values.count === undefined ? Infinity : Number(values.count)
 const round = Number(values.round)
-const file = new URL('../test/oracle/regressions.json', import.meta.url)
+const file = new URL('./regressions.json', import.meta.url)
 const oracle = GoOracle.start(go)
 let seed = values.seed === undefined ? seedOf() ^ Date.now() : Number(values.seed)
 let requests = 0
