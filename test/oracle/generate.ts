@@ -93,8 +93,28 @@ const oddLiteral = fc.constantFrom(
   '{"a":1}',
 )
 
-/** A JSON value as text, built from a schema. */
-function valueText(schema: Schema, depth = 0): fc.Arbitrary<string> {
+/** Values a field's name calls for, where its schema's formats and enumerations sit too deep to read. */
+const BY_NAME: Record<string, fc.Arbitrary<string>> = {
+  email: fc.constantFrom(
+    'a@example.com',
+    'Victim@Example.com ',
+    'a\\u0000@example.com',
+    'a\\ud800@example.com',
+    'b@example.com',
+  ),
+  phone: fc.constantFrom('15550000001', '+1 555 000 0001', '+15550000002'),
+  challenge_id: fc.constant('8f2c9a52-3c1e-4b7a-9a0e-2f6d1c3b5e71'),
+  grant_type: fc.constantFrom('authorization_code', 'refresh_token'),
+}
+
+/** A JSON value as text, built from a schema (and the field's name). */
+function valueText(schema: Schema, depth = 0, name = ''): fc.Arbitrary<string> {
+  const named = BY_NAME[name]
+  if (named !== undefined)
+    return fc.oneof(
+      { weight: 8, arbitrary: named.map((v) => `"${v}"`) },
+      { weight: 2, arbitrary: valueText(schema, depth) },
+    )
   const t = types(schema).filter((x) => x !== 'null')
   const own: fc.Arbitrary<string>[] = []
   const enums = [schema, ...(((schema.anyOf ?? schema.oneOf) as Schema[] | undefined) ?? [])].flatMap((s) =>
@@ -193,7 +213,7 @@ function objectText(props: Map<string, Schema>, depth: number, required: readonl
     .chain((chosen) => fc.shuffledSubarray([...required, ...chosen], { minLength: required.length + chosen.length }))
     .chain((chosen) =>
       fc.tuple(
-        fc.tuple(...chosen.map((name) => fc.tuple(spelled(name), valueText(props.get(name)!, depth), ws))),
+        fc.tuple(...chosen.map((name) => fc.tuple(spelled(name), valueText(props.get(name)!, depth, name), ws))),
         rarely(fc.tuple(fc.constantFrom('extra', 'EMAIL', 'emaıl', 'ｅmail'), stringText), 8),
         fc.nat({ max: chosen.length * 6 + 10 }),
         rarely(valueText(props.get(chosen[0] ?? '') ?? {}, depth), 3),
@@ -287,21 +307,25 @@ export const queryText: fc.Arbitrary<string> = fc
 /** A form body from the route's fields: pairs as in a query. */
 function formText(props: Map<string, Schema>): fc.Arbitrary<string> {
   const names = [...props.keys()]
+  const grant = fc.constantFrom('grant_type=authorization_code&', 'grant_type=refresh_token&', '')
   return fc
-    .array(
-      fc.tuple(
-        component(fc.oneof(fc.constantFrom(...names), fc.constantFrom(...names).chain(spelled))),
-        component(
-          fc.oneof(
-            queryValue,
-            stringText.filter((s) => !s.includes('\\') && !/[\uE000\uE001]/.test(s)),
+    .tuple(
+      grant,
+      fc.array(
+        fc.tuple(
+          component(fc.oneof(fc.constantFrom(...names), fc.constantFrom(...names).chain(spelled))),
+          component(
+            fc.oneof(
+              queryValue,
+              stringText.filter((s) => !s.includes('\\') && !/[\uE000\uE001]/.test(s)),
+            ),
           ),
+          fc.constantFrom('&', '&', '&', ';'),
         ),
-        fc.constantFrom('&', '&', '&', ';'),
+        { maxLength: 6 },
       ),
-      { maxLength: 6 },
     )
-    .map((pairs) => pairs.map(([k, v, sep], i) => (i === 0 ? '' : sep) + `${k}=${v}`).join(''))
+    .map(([first, pairs]) => first + pairs.map(([k, v, sep], i) => (i === 0 ? '' : sep) + `${k}=${v}`).join(''))
 }
 
 const basicPart = fc.constantFrom('client', 'a%3Ab', 'a%2Db', 'a+b', 'a%20b', '%zz', '%ff', 'a:b', 'é', '', 's3cret')
