@@ -73,6 +73,10 @@ export const OWN_PROCESS_FILES: ReadonlyArray<{ file: string; why: string }> = [
   },
   { file: 'test/docs-server/docs-page-chromium.test.ts', why: 'drives the reference page in Chromium' },
   { file: 'test/ratelimit/redis-tls.test.ts', why: 'makes certificates and starts Redis servers with TLS' },
+  {
+    file: 'test/oracle/oracle.test.ts',
+    why: 'builds the Go oracle with the Go toolchain and asks it about 20,000 generated requests (20 to 40 s)',
+  },
 ]
 
 /** The module test/shared-process.ts, which imports the shared files in one process. */

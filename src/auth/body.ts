@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer'
+import { isRecord } from '../core/is-record.ts'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
@@ -52,8 +53,18 @@ export function mediaKind(contentType: string | undefined): MediaKind {
  */
 export const MAX_JSON_DEPTH = 512
 
-function exceedsDepth(buf: Buffer, max: number): boolean {
+/**
+ * Objects and arrays are cheap to send too (`[],` is three bytes, about 350,000 of them in 1 MiB)
+ * and each costs the parser, the key walk and every copy of the body an allocation: refused beyond
+ * this many, counted in the same pass as the depth (docs/decisions.md, D136). A WebAuthn credential
+ * holds about ten; user metadata that needs more belongs in the database, not in a sign-up.
+ */
+export const MAX_JSON_CONTAINERS = 10_000
+
+/** Why a body's brackets are refused (too deep, or too many objects and arrays), if they are. */
+export function nestingProblem(buf: Buffer): string | undefined {
   let depth = 0
+  let containers = 0
   let inString = false
   for (let i = 0; i < buf.length; i++) {
     const c = buf[i]!
@@ -63,10 +74,12 @@ function exceedsDepth(buf: Buffer, max: number): boolean {
       else if (c === 0x22) inString = false
     } else if (c === 0x22) inString = true
     else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true
+      if (++depth > MAX_JSON_DEPTH) return `Request body nests deeper than ${MAX_JSON_DEPTH} levels`
+      if (++containers > MAX_JSON_CONTAINERS)
+        return `Request body holds more than ${MAX_JSON_CONTAINERS} objects and arrays`
     } else if (c === 0x7d || c === 0x5d) depth--
   }
-  return false
+  return undefined
 }
 
 /**
@@ -90,6 +103,42 @@ function plainJson(text: string): boolean {
   return !text.includes('\\u') && !text.includes('__proto__') && !text.includes('constructor')
 }
 
+/** A `\u` escape of a UTF-16 surrogate (the only way a JSON text can spell a lone one). */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+
+// ES2024's String.prototype.toWellFormed (Node.js 20 and later), beyond the compiler's ES2023 library.
+const toWellFormed = (s: string): string => (s as unknown as { toWellFormed(): string }).toWellFormed()
+
+/**
+ * `value` with every lone surrogate, in strings and keys, read as U+FFFD, as Go's decoder reads
+ * it: `"a\udc00"` is `a` then U+FFFD to Supabase Auth. `JSON.parse` keeps the lone surrogate, so
+ * `a\ud800@example.com` and `a\ud801@example.com` would be two accounts to authgate's limits
+ * and one to the backend. Pairs are kept.
+ */
+export function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return toWellFormed(value)
+  if (Array.isArray(value)) return value.map(wellFormed)
+  if (value === null || typeof value !== 'object') return value
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) {
+    const item = wellFormed((value as Record<string, unknown>)[key])
+    // Defined, not assigned: no key, whatever it reads as, reaches a prototype.
+    Object.defineProperty(out, toWellFormed(key), { value: item, enumerable: true, writable: true, configurable: true })
+  }
+  return out
+}
+
+/** What a number beyond float64's range needs in its text: a three-digit exponent or 309 digits. */
+const BIG_NUMBER = /[eE]\+?\d{3}|\d{309}/
+
+function holdsInfinity(value: unknown): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value)
+  if (value === null || typeof value !== 'object') return false
+  if (Array.isArray(value)) return value.some(holdsInfinity)
+  for (const key of Object.keys(value)) if (holdsInfinity((value as Record<string, unknown>)[key])) return true
+  return false
+}
+
 export type ParseResult = { ok: true; value: unknown; text?: string } | { ok: false; message: string }
 
 export function parseJson(buf: Buffer): ParseResult {
@@ -97,21 +146,22 @@ export function parseJson(buf: Buffer): ParseResult {
   // RFC 8259 §8.1: JSON text exchanged between systems MUST be UTF-8. Decoding leniently would
   // validate replacement characters while different bytes are forwarded.
   if (!isUtf8(buf)) return { ok: false, message: 'Request body is not valid UTF-8' }
-  if (exceedsDepth(buf, MAX_JSON_DEPTH))
-    return { ok: false, message: `Request body nests deeper than ${MAX_JSON_DEPTH} levels` }
+  const nesting = nestingProblem(buf)
+  if (nesting !== undefined) return { ok: false, message: nesting }
   const text = buf.toString('utf8')
   // Go's decoder refuses a byte order mark, which secure-json-parse would strip: judged without it,
   // a body would be validated, limited and counted though the backend cannot read it.
   if (text.charCodeAt(0) === 0xfeff)
     return { ok: false, message: 'Could not parse request body as JSON: Unexpected token' }
   try {
-    return {
-      ok: true,
-      value: plainJson(text)
-        ? JSON.parse(text)
-        : sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }),
-      text,
-    }
+    const value: unknown = plainJson(text)
+      ? JSON.parse(text)
+      : sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+    // Go's decoder fails on a number beyond float64 (`1e400`, 400 digits) wherever it decodes one,
+    // where JSON.parse reads Infinity: refused, wherever it is (docs/decisions.md, D137).
+    if (BIG_NUMBER.test(text) && holdsInfinity(value))
+      return { ok: false, message: 'Could not parse request body as JSON: a number is beyond the range of a float64' }
+    return { ok: true, value: SURROGATE_ESCAPE.test(text) ? wellFormed(value) : value, text }
   } catch (err) {
     const detail = jsonErrorDetail(err instanceof Error ? err.message : String(err))
     return { ok: false, message: `Could not parse request body as JSON: ${detail}` }
@@ -133,6 +183,23 @@ export function refuseUndecodable(request: FastifyRequest, reply: FastifyReply, 
 export function parseForm(buf: Buffer): ParseResult {
   if (!isUtf8(buf)) return { ok: false, message: 'Request body is not valid UTF-8' }
   return { ok: true, value: backendValues(buf.toString('utf8')) }
+}
+
+/**
+ * A field of a form body's schema that the query names and the form does not hold. Go's `FormValue`
+ * reads the form's pairs, then the query's: to Supabase Auth such a field has the query's value,
+ * and to authgate, which judges the body, none. Refused rather than judged on one reading of two
+ * (docs/decisions.md, D137).
+ */
+export function formFieldInQuery(
+  route: AuthRoute,
+  form: Readonly<Record<string, string>>,
+  query: Readonly<Record<string, string>> | undefined,
+): string | undefined {
+  if (query === undefined || !isRecord((route.body as Record<string, unknown>).properties)) return undefined
+  const fields = (route.body as { properties: Record<string, unknown> }).properties
+  for (const name of Object.keys(query)) if (Object.hasOwn(fields, name) && !(name in form)) return name
+  return undefined
 }
 
 /**
@@ -161,8 +228,12 @@ export function unclearKey(
   return undefined
 }
 
-/** The first listed field whose value holds a NUL character, if any. */
-export function nulField(value: unknown, fields: readonly string[] | undefined): string | undefined {
+/**
+ * The first listed field whose value holds a NUL character, if any. `text`, the JSON it was parsed
+ * from, when there is one: a NUL can only be written `\u0000` there, so a text without it holds none.
+ */
+export function nulField(value: unknown, fields: readonly string[] | undefined, text?: string): string | undefined {
+  if (text !== undefined && !text.includes('\\u0000')) return undefined
   if (fields === undefined || value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
   const record = value as Record<string, unknown>
   return fields.find((f) => Object.hasOwn(record, f) && holdsNul(record[f]))
@@ -184,53 +255,77 @@ export function bodyHook(route: AuthRoute) {
   }
 }
 
+/**
+ * What authgate makes of a mounted route's body: the value the validator judges, or why it is
+ * refused (a code and message, or a value of a type the backend's decoder cannot read). The same
+ * for every caller: the body hook, the worst-body bench and the Go oracle's property test.
+ */
+export type BodyReading =
+  | { body: unknown }
+  | { refused: 'bad_json' | 'validation_failed' | 'unsupported_media_type'; message: string }
+  | { undecodable: TypeMismatch }
+
+export function readBody(
+  route: AuthRoute,
+  raw: Buffer | undefined,
+  contentType: string | undefined,
+  query?: Readonly<Record<string, string>>,
+): BodyReading {
+  const kind = mediaKind(contentType)
+  if (raw === undefined || raw.length === 0) {
+    // The backend never reads this body: an empty one is fine whatever the Content-Type says.
+    // On a route that takes forms, an empty body that is not declared JSON is an empty form
+    // (Supabase Auth parses anything but JSON as a form there): the schema judges its missing
+    // fields, in the words of a form, not of JSON.
+    if (route.bodyOptional === true || (route.form && kind !== 'json')) return { body: {} }
+    return { refused: 'bad_json', message: 'Request body is empty' }
+  }
+  if (kind === 'json' || (kind === 'form' && route.form)) {
+    const parsed = kind === 'json' ? parseJson(raw) : parseForm(raw)
+    if (!parsed.ok) return { refused: 'bad_json', message: parsed.message }
+    if (kind === 'form') {
+      const named = formFieldInQuery(route, parsed.value as Record<string, string>, query)
+      if (named !== undefined)
+        return {
+          refused: 'validation_failed',
+          message: `querystring/${named} names a field of the form, which Supabase Auth may read from the query: send it in the body`,
+        }
+    }
+    if (kind === 'json') {
+      // Go's decoder reads a top-level `null` into the request's struct as no field at all, and
+      // refuses any other value that is not an object: so does authgate. The bytes go on as sent.
+      if (parsed.value === null) return { body: {} }
+      if (typeof parsed.value !== 'object' || Array.isArray(parsed.value))
+        return { undecodable: typeMismatch(route.body, parsed.value)! }
+      const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
+      if (unclear) return { refused: unclear.code, message: unclear.message }
+    }
+    const nul = nulField(parsed.value, route.nulRefused, parsed.text)
+    if (nul !== undefined)
+      return {
+        refused: 'validation_failed',
+        message: `body/${nul} contains a NUL character (\\u0000), which Supabase Auth cannot store`,
+      }
+    // Supabase Auth reads a `null` property as an absent one, and on some fields `""` too: so
+    // does the validator. A text without the word `null` holds no null to look for.
+    const value = kind === 'json' && parsed.text!.includes('null') ? withoutNulls(parsed.value) : parsed.value
+    return { body: withoutEmpty(value, route.emptyIsAbsent) }
+  }
+  return { refused: 'unsupported_media_type', message: route.form ? JSON_OR_FORM : JSON_ONLY }
+}
+
 /** Reads the body into `request.body`, or answers the refusal (and returns the reply). */
 function bodyReader(route: AuthRoute) {
-  const optional = route.bodyOptional === true
   return (request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined => {
     const raw = request.body as Buffer | undefined
     request.rawBody = raw
     if (!route.body) return
-    const kind = mediaKind(request.headers['content-type'])
-    if (raw === undefined || raw.length === 0) {
-      // The backend never reads this body: an empty one is fine whatever the Content-Type says.
-      // On a route that takes forms, an empty body that is not declared JSON is an empty form
-      // (Supabase Auth parses anything but JSON as a form there): the schema judges its missing
-      // fields, in the words of a form, not of JSON.
-      if (optional || (route.form && kind !== 'json')) {
-        request.body = {}
-        return
-      }
-      return sendError(request, reply, 'bad_json', 'Request body is empty')
-    }
-    if (kind === 'json' || (kind === 'form' && route.form)) {
-      const parsed = kind === 'json' ? parseJson(raw) : parseForm(raw)
-      if (!parsed.ok) return sendError(request, reply, 'bad_json', parsed.message)
-      if (kind === 'json') {
-        // Go's decoder reads a top-level `null` into the request's struct as no field at all, and
-        // refuses any other value that is not an object: so does authgate. The bytes go on as sent.
-        if (parsed.value === null) {
-          request.body = {}
-          return
-        }
-        if (typeof parsed.value !== 'object' || Array.isArray(parsed.value))
-          return refuseUndecodable(request, reply, route, typeMismatch(route.body, parsed.value)!)
-        const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
-        if (unclear) return sendError(request, reply, unclear.code, unclear.message)
-      }
-      const nul = nulField(parsed.value, route.nulRefused)
-      if (nul !== undefined)
-        return sendError(
-          request,
-          reply,
-          'validation_failed',
-          `body/${nul} contains a NUL character (\\u0000), which Supabase Auth cannot store`,
-        )
-      // Supabase Auth reads a `null` property as an absent one, and on some fields `""` too: so
-      // does the validator.
-      request.body = withoutEmpty(kind === 'json' ? withoutNulls(parsed.value) : parsed.value, route.emptyIsAbsent)
+    const read = readBody(route, raw, request.headers['content-type'], request.query as Record<string, string>)
+    if ('body' in read) {
+      request.body = read.body
       return
     }
-    return sendError(request, reply, 'unsupported_media_type', route.form ? JSON_OR_FORM : JSON_ONLY)
+    if ('undecodable' in read) return refuseUndecodable(request, reply, route, read.undecodable)
+    return sendError(request, reply, read.refused, read.message)
   }
 }

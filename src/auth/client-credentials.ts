@@ -15,7 +15,9 @@ export function decodedBasicCredentials(header: string | undefined): string | un
   if (colon === -1) return undefined
   const id = formDecode(decoded.slice(0, colon))
   const secret = formDecode(decoded.slice(colon + 1))
-  if (id === undefined || secret === undefined) return undefined
+  // An id holding `:` (sent as `%3A`) cannot be written into a header that Supabase Auth splits at
+  // its first colon: the header is left as sent, and the backend refuses the id it reads.
+  if (id === undefined || secret === undefined || id.includes(':')) return undefined
   const raw = `Basic ${Buffer.from(`${id}:${secret}`, 'utf8').toString('base64')}`
   return raw === header.trim() ? undefined : raw
 }

@@ -32,6 +32,15 @@ export function accountIdentifier(body: unknown): string | undefined {
   return undefined
 }
 
+/**
+ * The account a route's per-account limit counts a request against: the body's account, except on
+ * `POST /token`, whose grants other than `password` (a refresh token, a PKCE code, an ID token)
+ * name no account to guess a password for.
+ */
+export function limitedAccount(route: string, grantType: unknown, body: unknown): string | undefined {
+  return route === 'POST /token' && grantType !== 'password' ? undefined : accountIdentifier(body)
+}
+
 /** Which channel a message-sending request would use: the phone's, or e-mail. */
 export function messageChannel(body: unknown): 'email' | 'sms' | undefined {
   const id = accountIdentifier(body)

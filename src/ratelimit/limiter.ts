@@ -14,7 +14,7 @@ import { createDecider, type Verdict } from './decide.ts'
 import { warnAtMostEvery } from './throttled-warning.ts'
 import { throttle } from '../core/log-throttle.ts'
 import type { Budget } from './abuse-config.ts'
-import { accountIdentifier, accountKeyer, messageChannel } from './account-key.ts'
+import { accountKeyer, limitedAccount, messageChannel } from './account-key.ts'
 import type { RateLimitPolicy } from './policy.ts'
 import type { ErrorCode } from '../errors.ts'
 import { refusedCredentials, watchAnswer } from '../core/answer-watch.ts'
@@ -393,7 +393,7 @@ export function createRateLimiter(
     return async function abuseLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
       if (chargeAccount !== undefined) {
         const grant = (request.query as Record<string, unknown> | undefined)?.grant_type
-        const identifier = passwordOnly && grant !== 'password' ? undefined : accountIdentifier(request.body)
+        const identifier = limitedAccount(route, grant, request.body)
         if (identifier !== undefined) {
           const verdict = await chargeAccount(request, reply, identifier)
           if (verdict.kind === 'unavailable') {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { caseFoldedKey, goFoldedKey, keyPath, repeatedKey } from '../../src/auth/body-keys.ts'
-import { unclearKey } from '../../src/auth/body.ts'
+import { caseFoldedKey, goFoldedKey, keyPath, repeatedKey, type WalkWork } from '../../src/auth/body-keys.ts'
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, unclearKey } from '../../src/auth/body.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
 
 const JSON_CT = { 'content-type': 'application/json' }
@@ -34,9 +34,48 @@ describe('repeated keys', () => {
 
   test('escaped spellings are the same key; values and other objects are not keys', () => {
     assert.deepEqual(repeatedKey('{"email":"a","\\u0065mail":"b"}'), { path: [], key: 'email' })
+    assert.deepEqual(repeatedKey('{"a\\nb":1,"a\\u000Ab":2}'), { path: [], key: 'a\nb' })
+    assert.deepEqual(repeatedKey('{"\\"\\\\\\/":1,"\\u0022\\u005c/":2}'), { path: [], key: '"\\/' })
+    assert.deepEqual(repeatedKey('{"\\ud83d\\ude00":1,"😀":2}'), { path: [], key: '😀' })
+    assert.equal(repeatedKey('{"a\\tb":1,"a\\bb":2,"a\\fb":3,"a\\rb":4,"a/b":5}'), undefined)
     assert.equal(repeatedKey('{"a":"a","b":"a","c":{"a":"\\"a"},"d":["a","a"]}'), undefined)
     assert.equal(repeatedKey('{"a":{"k":1},"b":{"k":1}}'), undefined)
     assert.equal(repeatedKey('"x"'), undefined)
+  })
+
+  test('an empty object is closed: the strings after it in an array are values, not keys', () => {
+    assert.equal(repeatedKey('{"a":[{},"x","x"]}'), undefined)
+    assert.equal(repeatedKey('[[{}],"k",{"k":1,"j":[{}, "k"],"m":{}}]'), undefined)
+    assert.deepEqual(repeatedKey('{"a":[{},"x",{"k":1,"k":2}]}'), { path: ['a', 2], key: 'k' })
+    assert.deepEqual(repeatedKey('{"a":{},"a":1}'), { path: [], key: 'a' })
+  })
+})
+
+/** 1 MiB: `{"email":…,"data":` nested `depth` deep, then `[],[],…` up to the size, then closed. */
+function deepThenWide(depth: number, size = 1024 * 1024, head = '{"email":"a@example.com","data":'): string {
+  const open = head + '['.repeat(depth)
+  const close = ']'.repeat(depth) + '}'
+  const fill = Math.floor((size - open.length - close.length - 2) / 3)
+  return open + '[],'.repeat(fill) + '[]' + close
+}
+
+describe('the key walk is linear in the body', () => {
+  test('a body nested 510 deep then filled with [],[],… costs a step per character and per bracket', () => {
+    const text = deepThenWide(510)
+    const work: WalkWork = { steps: 0 }
+    assert.equal(repeatedKey(text, work), undefined)
+    // Characters, plus one frame per `[`: a copy of the path per bracket would be ~510 steps each.
+    assert.ok(work.steps <= 2 * text.length, `${work.steps} steps for ${text.length} characters`)
+    JSON.parse(text) // the walk's input is a parsed text
+  })
+
+  test('the path is built once, for the repeated key only', () => {
+    const text = deepThenWide(510, 1024 * 1024, '{"m":').replace(/\[\]\]*\}$/, (end) => `{"k":1,"k":2}${end.slice(2)}`)
+    const work: WalkWork = { steps: 0 }
+    const found = repeatedKey(text, work)
+    assert.equal(found?.key, 'k')
+    assert.equal(found.path.length, 511) // `m`, then an index per array
+    assert.ok(work.steps <= 2 * text.length + 512, `${work.steps} steps for ${text.length} characters`)
   })
 })
 
@@ -130,6 +169,48 @@ describe('bodies the backend would read otherwise are refused and not forwarded'
     })
     assert.equal(res.statusCode, 400, res.body)
     assert.equal(h.backend.requests.length, 0)
+  })
+
+  test('an array holding an empty object then a string is read, not a 500', async () => {
+    h.backend.requests.length = 0
+    const body = '{"email":"a@example.com","password":"correct-horse-battery","data":{"a":[{},"x"]}}'
+    const res = await h.app.inject({ method: 'POST', url: '/auth/signup', payload: body, headers: JSON_CT })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal(h.backend.requests.length, 1)
+  })
+
+  test(`more than ${MAX_JSON_CONTAINERS} objects and arrays are refused before parsing, at any depth`, async () => {
+    const big = await withFakeBackend({ bodyLimit: 1024 * 1024 })
+    try {
+      for (const depth of [0, 510]) {
+        const res = await big.app.inject({
+          method: 'POST',
+          url: '/auth/recover',
+          payload: deepThenWide(depth),
+          headers: JSON_CT,
+        })
+        assert.equal(res.statusCode, 400, res.body)
+        assert.equal(res.json().error_code, 'bad_json')
+        assert.match(res.json().msg, /more than 10000 objects and arrays/)
+      }
+      // At both bounds (the root object, 510 arrays, then arrays at depth 512, 10,000 in all): read and forwarded.
+      const under =
+        '{"email":"a@example.com","data":' +
+        '['.repeat(MAX_JSON_DEPTH - 2) +
+        '[],'.repeat(MAX_JSON_CONTAINERS - MAX_JSON_DEPTH) +
+        '[]' +
+        ']'.repeat(MAX_JSON_DEPTH - 2) +
+        '}'
+      const res = await big.app.inject({ method: 'POST', url: '/auth/recover', payload: under, headers: JSON_CT })
+      assert.equal(res.statusCode, 200, res.body)
+      assert.equal(big.backend.requests.length, 1)
+      const over = under.replace('[]', '[],[]')
+      const refused = await big.app.inject({ method: 'POST', url: '/auth/recover', payload: over, headers: JSON_CT })
+      assert.equal(refused.statusCode, 400, refused.body)
+      assert.equal(big.backend.requests.length, 1)
+    } finally {
+      await big.close()
+    }
   })
 
   test('keys inside user metadata are the client’s, in any case, and are forwarded', async () => {

@@ -20,6 +20,12 @@ describe('HTTP Basic client credentials (RFC 6749 §2.3.1)', () => {
     assert.equal(decodedBasicCredentials(undefined), undefined)
   })
 
+  it('leaves an id holding a colon as sent: the backend splits the header at its first colon', () => {
+    // Decoded, `a%3Ab:client` would be sent as `a:b:client`, which reads as the id `a`.
+    assert.equal(decodedBasicCredentials(basic('a%3Ab', 'client')), undefined)
+    assert.equal(decodedBasicCredentials(basic('a', 'b%3Ac')), basic('a', 'b:c'))
+  })
+
   describe('POST /oauth/token through authgate', () => {
     let h: Harness
     before(async () => {

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { readBody } from '../../src/auth/body.ts'
+import { AUTH_ROUTES, routeName } from '../../src/auth/routes/index.ts'
+
+const route = (name: string) => AUTH_ROUTES.find((r) => routeName(r) === name)!
+const read = (name: string, text: string) => readBody(route(name), Buffer.from(text), 'application/json')
+
+describe('values read as Go reads them', () => {
+  test('a lone surrogate is U+FFFD, in values and keys, as Go decodes it; pairs are kept', () => {
+    assert.deepEqual(read('POST /recover', '{"email":"a\\ud800@example.com"}'), {
+      body: { email: 'a\uFFFD@example.com' },
+    })
+    // Two spellings Go reads as one account are one account to the limits too.
+    assert.deepEqual(
+      read('POST /recover', '{"email":"a\\udbff@example.com"}'),
+      read('POST /recover', '{"email":"a\\udc00@example.com"}'),
+    )
+    assert.deepEqual(read('POST /signup', '{"data":{"k\\udc00":["\\ud83d\\ude00","x\\uDFFF"]}}'), {
+      body: { data: { 'k\uFFFD': ['😀', 'x\uFFFD'] } },
+    })
+  })
+
+  test('a number beyond float64, which Go cannot decode, is refused wherever it is', () => {
+    for (const n of ['1e400', '-1E+309', '9'.repeat(400)])
+      assert.deepEqual(read('POST /signup', `{"email":"a@example.com","data":{"a":[${n}]}}`), {
+        refused: 'bad_json',
+        message: 'Could not parse request body as JSON: a number is beyond the range of a float64',
+      })
+    // Within the range, and digits in strings, are read.
+    const big = read('POST /signup', `{"email":"a@example.com","data":{"a":1.7e308,"b":"1e400","c":1e-400}}`)
+    assert.ok('body' in big)
+  })
+})
+
+describe("a form read as Go's FormValue reads it", () => {
+  const form = (body: string, query: Record<string, string>) =>
+    readBody(route('POST /oauth/token'), Buffer.from(body), 'application/x-www-form-urlencoded', query)
+
+  test("a field the form lacks and the query names is refused: Go would read the query's value", () => {
+    assert.deepEqual(form('grant_type=authorization_code&code=c&code_verifier=v', { client_id: 'evil' }), {
+      refused: 'validation_failed',
+      message:
+        'querystring/client_id names a field of the form, which Supabase Auth may read from the query: send it in the body',
+    })
+  })
+
+  test("the form's own value comes first to Go too; other query names are not the form's", () => {
+    const body = 'grant_type=authorization_code&code=c&code_verifier=v&client_id=mine'
+    const read = form(body, { client_id: 'other', x: '1' })
+    assert.ok('body' in read)
+    assert.deepEqual(
+      { ...(read.body as object) },
+      {
+        grant_type: 'authorization_code',
+        code: 'c',
+        code_verifier: 'v',
+        client_id: 'mine',
+      },
+    )
+  })
+})

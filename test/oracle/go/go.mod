@@ -1,0 +1,3 @@
+module authgate.test/oracle
+
+go 1.22
