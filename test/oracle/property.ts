@@ -8,7 +8,7 @@
 import type { ValidateFunction } from 'ajv'
 import { readBody, mediaKind } from '../../src/auth/body.ts'
 import { decodedBasicCredentials } from '../../src/auth/client-credentials.ts'
-import { backendQuery } from '../../src/auth/go-values.ts'
+import { backendQuery } from '../../src/core/go-values.ts'
 import { routeSchema } from '../../src/auth/route-docs.ts'
 import { routeName, type AuthRoute } from '../../src/auth/routes/index.ts'
 import { limitedAccount, messageChannel } from '../../src/ratelimit/account-key.ts'
