@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { readBody } from '../../src/auth/body.ts'
 import { AUTH_ROUTES, routeName } from '../../src/auth/routes/index.ts'
+import { withFakeBackend } from '../support/app.ts'
 
 const route = (name: string) => AUTH_ROUTES.find((r) => routeName(r) === name)!
 const read = (name: string, text: string) => readBody(route(name), Buffer.from(text), 'application/json')
@@ -58,5 +59,23 @@ describe("a form read as Go's FormValue reads it", () => {
         client_id: 'mine',
       },
     )
+  })
+
+  test('over HTTP, /oauth/token refuses it in RFC 6749’s shape and forwards nothing (a client_id slipped past the client checks)', async (t) => {
+    const h = await withFakeBackend()
+    t.after(() => h.close())
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/auth/oauth/token?client_id=6ba7b810-9dad-11d1-80b4-00c04fd430c8',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'grant_type=refresh_token&refresh_token=r',
+    })
+    assert.equal(res.statusCode, 400)
+    assert.deepEqual(res.json(), {
+      error: 'invalid_request',
+      error_description:
+        'querystring/client_id names a field of the form, which Supabase Auth may read from the query: send it in the body',
+    })
+    assert.equal(h.backend.requests.length, 0)
   })
 })
