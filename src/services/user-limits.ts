@@ -48,9 +48,17 @@ export function parseUserLimits(variable: string, raw: string | undefined): Map<
   return out
 }
 
-/** The bearer of a request when it is a JWT (not a key: `sb_…`), else undefined. */
+/**
+ * The bearer of a request when it is a JWT (not a key: `sb_…`), else undefined, read as the
+ * services read it: the first piece after the `Bearer` scheme (in any case), whatever follows it.
+ * PostgREST takes the second piece of the header split on spaces (`"Bearer" : t : _`), Realtime's
+ * API and Storage the piece after the scheme: a stricter reading here (nothing after the token)
+ * would let `Bearer <jwt> x` reach PostgREST as the user without being counted for the user.
+ * Reading any whitespace as the separator counts some requests a service reads as anonymous
+ * (`Bearer\t<jwt>` for PostgREST); that only spends the budget of the user whose token was sent.
+ */
 function bearerJwt(request: FastifyRequest): string | undefined {
-  const m = /^bearer\s+(eyJ\S+)\s*$/i.exec(request.headers.authorization ?? '')
+  const m = /^bearer\s+(eyJ\S+)/i.exec(request.headers.authorization ?? '')
   return m?.[1]
 }
 

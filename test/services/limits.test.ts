@@ -179,6 +179,13 @@ test('per user with cookie sessions: a stand-in counts for the real user behind 
     ])
     assert.equal(twice, 429)
     assert.equal(h.upstream.requests.length, sent, 'nothing forwarded')
+    // Text after a stand-in: not a stand-in as a bearer is read for the swap (Supabase Auth's
+    // reading), so it goes on as sent, to a service that refuses it (none holds the stand-ins' key),
+    // never as ada's real token, which her spent bucket would have refused.
+    const before = h.upstream.requests.length
+    await get({ ...asAda, authorization: `Bearer ${standIn} x` })
+    assert.equal(h.upstream.requests.length, before + 1)
+    assert.deepEqual(values(h.upstream.requests.at(-1)!, 'authorization'), [`Bearer ${standIn} x`])
     // A stand-in without its cookie spends nobody's bucket: it is refused, as without a limit.
     const bare = await get({ authorization: `Bearer ${standIn}` })
     assert.equal(bare.status, 401)
@@ -196,6 +203,44 @@ test('per user with cookie sessions: a stand-in counts for the real user behind 
     assert.equal(await rawGet(h.url, graceFirst), 429)
     // The line sent first is hers too (PostgREST, Storage and Node.js read the first one).
     assert.equal(values(h.upstream.requests.at(-1)!, 'authorization')[0], `Bearer ${grace}`)
+  } finally {
+    await h.close()
+  }
+})
+
+test('per user: the token is read as the services read it, the first piece after the scheme, whatever follows it', async () => {
+  const { generateKeyPair, exportJWK, SignJWT } = await import('jose')
+  const { publicKey, privateKey } = await generateKeyPair('ES256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }
+  const ada = await new SignJWT({ role: 'authenticated' })
+    .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .setSubject('ada')
+    .setExpirationTime('1h')
+    .sign(privateKey)
+  const h = await withServices({ userRateLimitRoutes: 'GET /rest/v1/*=5/1m' }, {}, { rateLimit: limited('') })
+  try {
+    h.upstream.handler = (req, res) => {
+      if (req.url === '/auth/.well-known/jwks.json')
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }))
+      res.writeHead(200, { 'content-type': 'application/json' }).end('[]')
+    }
+    const get = (authorization: string) =>
+      fetch(`${h.url}/rest/v1/todos`, { headers: { apikey: PUBLISHABLE, authorization } })
+    for (let i = 0; i < 5; i++) assert.equal((await get(`Bearer ${ada}`)).status, 200)
+    assert.equal((await get(`Bearer ${ada}`)).status, 429)
+    const sent = h.upstream.requests.length
+    // PostgREST reads the second space-separated piece (`"Bearer" : t : _`), Realtime's API the
+    // piece after the scheme: text after the token does not make the request nobody's.
+    for (const authorization of [
+      `Bearer ${ada} x`,
+      `Bearer ${ada} ${ada}`,
+      `Bearer\t${ada}`,
+      `Bearer  ${ada}`,
+      `bearer ${ada}`,
+      `BEARER ${ada} trailing text`,
+    ])
+      assert.equal((await get(authorization)).status, 429, JSON.stringify(authorization.replace(ada, '<jwt>')))
+    assert.equal(h.upstream.requests.length, sent, 'nothing forwarded')
   } finally {
     await h.close()
   }
