@@ -7,7 +7,7 @@ import { ASYMMETRIC_ALGORITHMS } from '../protect/verify.ts'
 import { parseRate, policyHeader, type RateLimitPolicy, type RateLimitStore } from '../ratelimit/index.ts'
 import { sendServiceError } from './errors.ts'
 import type { SessionGate } from '../sessions/gate.ts'
-import { serviceRouteKeys } from './table.ts'
+import { SERVICE_METHODS, SERVICE_TABLE, serviceRouteKeys, serviceTemplate } from './table.ts'
 
 /**
  * AUTHGATE_USER_RATE_LIMIT_ROUTES: per-user rates on the service routes, written as
@@ -15,6 +15,11 @@ import { serviceRouteKeys } from './table.ts'
  */
 export function parseUserLimits(variable: string, raw: string | undefined): Map<string, RateLimitPolicy> {
   const known = new Set(serviceRouteKeys())
+  const sockets = new Set(
+    SERVICE_TABLE.filter((row) => row.websocket).flatMap((row) =>
+      SERVICE_METHODS.map((method) => `${method} ${serviceTemplate(row)}`),
+    ),
+  )
   const out = new Map<string, RateLimitPolicy>()
   const byPath = new Map<string, RateLimitPolicy>()
   for (const item of (raw ?? '')
@@ -29,6 +34,13 @@ export function parseUserLimits(variable: string, raw: string | undefined): Map<
       throw new AuthgateConfigError(
         variable,
         `no such service route ${JSON.stringify(route.key)} (e.g. "GET /rest/v1/*")`,
+      )
+    // realtime-js sends only the key with the handshake (`apikey`, `vsn`); the user's token comes
+    // later, in the channels' join messages, which the relay does not read for limits.
+    if (sockets.has(route.key))
+      throw new AuthgateConfigError(
+        variable,
+        `${route.key} is the socket handshake, which carries no user's token (realtime-js sends it in the channel's join message); limit it per client with AUTHGATE_RATE_LIMIT_ROUTES`,
       )
     const policy = parseRate(
       variable,

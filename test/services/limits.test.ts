@@ -115,6 +115,14 @@ test('per-user routes are checked like the per-client ones', async () => {
   assert.equal(config('GET /rest/v1/*=5/1s').userLimits.get('GET /rest/v1/*')?.limit, 5)
   assert.throws(() => config('POST /signup=5/1s'), /no such service route/)
   assert.throws(() => config('GET /rest/v1/*=5/1s,POST /rest/v1/*=6/1s'), /share one bucket/)
+  // The socket's user is in its frames, not its handshake: a per-user limit there could count nothing.
+  assert.throws(
+    () => config('GET /realtime/v1/websocket=5/1m'),
+    (err: unknown) =>
+      err instanceof AuthgateConfigError &&
+      /GET \/realtime\/v1\/websocket/.test(err.message) &&
+      /per client/.test(err.message),
+  )
 })
 
 test('per user with cookie sessions: a stand-in counts for the real user behind it, and no second header moves the count', async () => {
