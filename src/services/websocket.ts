@@ -14,6 +14,7 @@ import { judgeServicePath } from './path.ts'
 import { planServiceRequest } from './request.ts'
 import { phoenixSwap } from '../sessions/socket-swap.ts'
 import { hostFault } from '../http/host.ts'
+import { repeatedCredential } from './credentials.ts'
 import { socketClientIp } from './socket-ip.ts'
 import { serviceTemplate } from './table.ts'
 import type { RawDecider, RawRefusal } from '../ratelimit/index.ts'
@@ -110,6 +111,10 @@ export function relayWebSockets(
     // As on every HTTP route (src/http/host.ts): one Host, or which one counts is ambiguous.
     const hostRefusal = hostFault(req)
     if (hostRefusal !== undefined) return refuse('malformed_request', hostRefusal)
+    // As on the services' HTTP routes (src/services/credentials.ts): Realtime's Cowboy joins a
+    // repeated header, so the key authgate judged would not be the one Realtime reads.
+    const credentialRefusal = repeatedCredential(req.rawHeaders)
+    if (credentialRefusal !== undefined) return refuse('malformed_request', credentialRefusal)
     const ip = socketClientIp(req, trusted, log)
     // The route's per-client limit, which its onRequest hook applies to the HTTP requests (this
     // event never passes through Fastify's hooks): before the key and path are judged, as there.

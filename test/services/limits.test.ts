@@ -175,17 +175,24 @@ test('per user with cookie sessions: a stand-in counts for the real user behind 
     assert.equal(((await refused.json()) as { code: string }).code, 'over_request_rate_limit')
     // The same user with the real token shares the bucket: the limit is the user's, not the token's.
     assert.equal((await get({ authorization: `Bearer ${ada}` })).status, 429)
-    // Another user's real token beside the stand-in (as the key, in a second Authorization) does not
-    // make the request grace's: ada's spent bucket answers, nothing is forwarded.
+    // Another user's real token beside the stand-in, as the key, does not make the request grace's:
+    // ada's spent bucket answers, nothing is forwarded. In a second Authorization it is refused
+    // before any limit reads one of the two (Realtime and Deno would read both).
     const sent = h.upstream.requests.length
     assert.equal((await get({ ...asAda, apikey: grace })).status, 429)
-    const twice = await rawGet(h.url, [
-      ['apikey', PUBLISHABLE],
-      ['cookie', cookie],
-      ['authorization', `Bearer ${standIn}`],
-      ['authorization', `Bearer ${grace}`],
+    for (const pair of [
+      [standIn, grace],
+      [grace, standIn],
     ])
-    assert.equal(twice, 429)
+      assert.equal(
+        await rawGet(h.url, [
+          ['apikey', PUBLISHABLE],
+          ['cookie', cookie],
+          ['authorization', `Bearer ${pair[0]!}`],
+          ['authorization', `Bearer ${pair[1]!}`],
+        ]),
+        400,
+      )
     assert.equal(h.upstream.requests.length, sent, 'nothing forwarded')
     // Text after a stand-in: not a stand-in as a bearer is read for the swap (Supabase Auth's
     // reading), so it goes on as sent, to a service that refuses it (none holds the stand-ins' key),
@@ -199,18 +206,6 @@ test('per user with cookie sessions: a stand-in counts for the real user behind 
     assert.equal(bare.status, 401)
     assert.equal(((await bare.json()) as { code: string }).code, 'session_not_found')
     assert.equal((await get({ authorization: `Bearer ${grace}` })).status, 200, 'grace has her own bucket')
-    // Her real token first, ada's stand-in second: hers is the token (Node.js, and the services,
-    // read the first), and hers the bucket.
-    const graceFirst = [
-      ['apikey', PUBLISHABLE],
-      ['cookie', cookie],
-      ['authorization', `Bearer ${grace}`],
-      ['authorization', `Bearer ${standIn}`],
-    ] as Array<[string, string]>
-    assert.equal(await rawGet(h.url, graceFirst), 200)
-    assert.equal(await rawGet(h.url, graceFirst), 429)
-    // The line sent first is hers too (PostgREST, Storage and Node.js read the first one).
-    assert.equal(values(h.upstream.requests.at(-1)!, 'authorization')[0], `Bearer ${grace}`)
   } finally {
     await h.close()
   }

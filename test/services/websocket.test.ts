@@ -490,3 +490,31 @@ test('a per-client limit on the socket route counts handshakes: past it 429 in o
     await up.close()
   }
 })
+
+test('a socket handshake with two Authorization or two apikey headers is refused 400 and never reaches Realtime', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } })
+  const port = Number(new URL(h.url).port)
+  const target = `/realtime/v1/websocket?apikey=${PUBLISHABLE}&vsn=1.0.0`
+  try {
+    // Realtime's Cowboy joins repeated headers into one value: the key authgate judged would not be
+    // the one Realtime reads.
+    for (const extra of [
+      `apikey: ${PUBLISHABLE}\r\napikey: ${ANON}\r\n`,
+      `Authorization: Bearer ${ANON}\r\nauthorization: Bearer x\r\n`,
+    ]) {
+      const refused = await handshake(port, target, extra)
+      assert.match(refused.head, /^HTTP\/1\.1 400 /)
+      await refused.closed
+      assert.deepEqual(JSON.parse(refused.received().toString()), {
+        code: 'malformed_request',
+        message: `A request to a service must carry one ${extra.startsWith('apikey') ? 'apikey' : 'Authorization'} header`,
+      })
+    }
+    assert.equal(up.handshakes.length, 0)
+    assert.match((await handshake(port, target, `apikey: ${PUBLISHABLE}\r\n`)).head, /^HTTP\/1\.1 101 /)
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
