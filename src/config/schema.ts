@@ -549,7 +549,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Services',
     defaultText: 'none',
     meaning:
-      "per-user rates on the services' routes, as `AUTHGATE_RATE_LIMIT_ROUTES` writes them (`GET /rest/v1/*=600/1m`): the user is the `sub` of the access token, verified with Supabase Auth's key set (with cookie sessions, of the real token behind a stand-in); requests without one count per client only",
+      "per-user rates on the services' routes, as `AUTHGATE_RATE_LIMIT_ROUTES` writes them (`GET /rest/v1/*=600/1m`): the user is the `sub` of the access token, verified with Supabase Auth's key set (with cookie sessions, of the real token behind a stand-in); requests without one count per client only. Not on the socket's route (`GET /realtime/v1/websocket`), whose handshake carries no user's token: limit it per client",
   },
   {
     name: 'AUTHGATE_REST_DOCUMENT_REFRESH',

@@ -6,6 +6,8 @@ export {
   type RateLimitHook,
   type EarlyDecider,
   type EarlyRefusal,
+  type RawDecider,
+  type RawRefusal,
   type RateLimitCounters,
   type RateLimiterOptions,
 } from './limiter.ts'

@@ -69,6 +69,16 @@ export type AccountVerdict =
 
 export type EarlyDecider = (req: IncomingMessage, ip: string) => EarlyRefusal | undefined
 
+/** A refusal for a caller that writes its own answer (a socket handshake): status, headers, body. */
+export interface RawRefusal {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+/** The per-client decision of a request Fastify does not see: the refusal, or undefined to go on. */
+export type RawDecider = (req: IncomingMessage, ip: string) => Promise<RawRefusal | undefined>
+
 export interface RateLimiter {
   /** onRequest hook for a route, or undefined when that route is not limited. */
   hookFor(method: string, template: string): RateLimitHook | undefined
@@ -87,6 +97,13 @@ export interface RateLimiter {
     ((request: FastifyRequest, reply: FastifyReply, identifier: string) => Promise<AccountVerdict>) | undefined
   /** The early decision for a route, or undefined when it is not limited or the store decides asynchronously. */
   earlyDeciderFor(method: string, template: string): EarlyDecider | undefined
+  /**
+   * The per-client limit of a route whose requests never reach Fastify's hooks (Realtime's socket
+   * handshake, taken from the server's `upgrade` event): the bucket, decision, failure policy,
+   * counters and log line of the route's hook, its refusal in the `{code, message}` shape for the
+   * caller to write. Undefined when the route is not limited.
+   */
+  rawDeciderFor(method: string, template: string): RawDecider | undefined
   /** Live counters (read them; do not write). */
   readonly counters: Readonly<RateLimitCounters>
   readonly store: RateLimitStore
@@ -498,11 +515,41 @@ export function createRateLimiter(
     }
   }
 
+  function rawDeciderFor(method: string, template: string): RawDecider | undefined {
+    const policy = config.routes.get(routeKey(method, template))
+    if (!policy) return undefined
+    const bucket = bucketName(template) + '|'
+    const policyValue = policyHeader(policy)
+    const prefixLength = config.ipv6PrefixLength
+    const route = routeKey(method, template)
+    const deniedKey = `client\t${route}`
+    const unavailableAnswer = errorResponse(
+      { code: 'over_request_rate_limit', message: UNAVAILABLE_MESSAGE, headers: { 'Retry-After': '1' } },
+      true,
+    )
+    return async (req, ip) => {
+      const verdict = await decider.decide(req, bucket + clientKey(ip, prefixLength), policy)
+      if (verdict.kind === 'allow') return undefined
+      if (verdict.kind === 'unavailable') {
+        if (verdict.open) return undefined
+        const { vary: _vary, ...headers } = unavailableAnswer.headers
+        return { status: 429, headers: { ...headers, 'ratelimit-policy': policyValue }, body: unavailableAnswer.body }
+      }
+      denied('client', route, deniedKey)
+      return {
+        status: 429,
+        headers: deniedHeaders(true, policy, policyValue, verdict.decision),
+        body: DENIED_CURRENT.body,
+      }
+    }
+  }
+
   return {
     hookFor,
     bodyHookFor,
     passwordSignIn,
     earlyDeciderFor,
+    rawDeciderFor,
     counters,
     store,
     async ready(timeoutMs = 2000) {

@@ -6,6 +6,7 @@ import { resolveServicesConfig, type ServicesConfig, type ServicesOptions, type 
 import type { Jwks } from '../protect/jwks.ts'
 import type { RateLimitHook, RateLimitPolicy } from '../ratelimit/index.ts'
 import { lazyJwks, userLimitHook } from './user-limits.ts'
+import { refuseRepeatedCredentials } from './credentials.ts'
 import { sendServiceError } from './errors.ts'
 import { underServicePrefix } from './path.ts'
 import { ServiceProxy } from './proxy.ts'
@@ -105,8 +106,9 @@ async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptio
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null))
     // Preflights are authgate's when it answers CORS; otherwise OPTIONS goes to the service too.
     const methods = origins.length > 0 ? METHODS : [...METHODS, 'OPTIONS']
+    // A repeated credential is refused first: no limit reads one copy of it while a service reads another.
     for (const upstream of config.upstreams)
-      mount(scope, proxy, upstream, methods, limits(app, upstream, config.userLimits))
+      mount(scope, proxy, upstream, methods, [refuseRepeatedCredentials, ...limits(app, upstream, config.userLimits)])
   })
 }
 
@@ -163,7 +165,7 @@ function mount(
   onRequest: onRequestHookHandler[],
 ): void {
   const handler = proxy.handler(upstream)
-  const route = { method: methods, handler, schema: { hide: true }, ...(onRequest.length > 0 ? { onRequest } : {}) }
+  const route = { method: methods, handler, schema: { hide: true }, onRequest }
   const prefix = upstream.row.prefix
   scope.route({ ...route, url: prefix })
   if (!upstream.row.exact) scope.route({ ...route, url: `${prefix}/*` })

@@ -7,7 +7,7 @@ import { ASYMMETRIC_ALGORITHMS } from '../protect/verify.ts'
 import { parseRate, policyHeader, type RateLimitPolicy, type RateLimitStore } from '../ratelimit/index.ts'
 import { sendServiceError } from './errors.ts'
 import type { SessionGate } from '../sessions/gate.ts'
-import { serviceRouteKeys } from './table.ts'
+import { SERVICE_METHODS, SERVICE_TABLE, serviceRouteKeys, serviceTemplate } from './table.ts'
 
 /**
  * AUTHGATE_USER_RATE_LIMIT_ROUTES: per-user rates on the service routes, written as
@@ -15,6 +15,11 @@ import { serviceRouteKeys } from './table.ts'
  */
 export function parseUserLimits(variable: string, raw: string | undefined): Map<string, RateLimitPolicy> {
   const known = new Set(serviceRouteKeys())
+  const sockets = new Set(
+    SERVICE_TABLE.filter((row) => row.websocket).flatMap((row) =>
+      SERVICE_METHODS.map((method) => `${method} ${serviceTemplate(row)}`),
+    ),
+  )
   const out = new Map<string, RateLimitPolicy>()
   const byPath = new Map<string, RateLimitPolicy>()
   for (const item of (raw ?? '')
@@ -29,6 +34,13 @@ export function parseUserLimits(variable: string, raw: string | undefined): Map<
       throw new AuthgateConfigError(
         variable,
         `no such service route ${JSON.stringify(route.key)} (e.g. "GET /rest/v1/*")`,
+      )
+    // realtime-js sends only the key with the handshake (`apikey`, `vsn`); the user's token comes
+    // later, in the channels' join messages, which the relay does not read for limits.
+    if (sockets.has(route.key))
+      throw new AuthgateConfigError(
+        variable,
+        `${route.key} is the socket handshake, which carries no user's token (realtime-js sends it in the channel's join message); limit it per client with AUTHGATE_RATE_LIMIT_ROUTES`,
       )
     const policy = parseRate(
       variable,
@@ -48,9 +60,17 @@ export function parseUserLimits(variable: string, raw: string | undefined): Map<
   return out
 }
 
-/** The bearer of a request when it is a JWT (not a key: `sb_…`), else undefined. */
+/**
+ * The bearer of a request when it is a JWT (not a key: `sb_…`), else undefined, read as the
+ * services read it: the first piece after the `Bearer` scheme (in any case), whatever follows it.
+ * PostgREST takes the second piece of the header split on spaces (`"Bearer" : t : _`), Realtime's
+ * API and Storage the piece after the scheme: a stricter reading here (nothing after the token)
+ * would let `Bearer <jwt> x` reach PostgREST as the user without being counted for the user.
+ * Reading any whitespace as the separator counts some requests a service reads as anonymous
+ * (`Bearer\t<jwt>` for PostgREST); that only spends the budget of the user whose token was sent.
+ */
 function bearerJwt(request: FastifyRequest): string | undefined {
-  const m = /^bearer\s+(eyJ\S+)\s*$/i.exec(request.headers.authorization ?? '')
+  const m = /^bearer\s+(eyJ\S+)/i.exec(request.headers.authorization ?? '')
   return m?.[1]
 }
 

@@ -14,7 +14,10 @@ import { judgeServicePath } from './path.ts'
 import { planServiceRequest } from './request.ts'
 import { phoenixSwap } from '../sessions/socket-swap.ts'
 import { hostFault } from '../http/host.ts'
+import { repeatedCredential } from './credentials.ts'
 import { socketClientIp } from './socket-ip.ts'
+import { serviceTemplate } from './table.ts'
+import type { RawDecider, RawRefusal } from '../ratelimit/index.ts'
 
 // By process.getBuiltinModule, not an import: an ESM import of node:http reads its lazy WebSocket
 // getters, which load Node.js's bundled undici (src/observability/metrics.ts says the same).
@@ -66,6 +69,13 @@ export function relayWebSockets(
   trustedProxies: readonly string[],
 ): void {
   const byPath = new Map(upstreams.map((u) => [u.row.prefix, u]))
+  // AUTHGATE_RATE_LIMIT_ROUTES on a socket's route (`GET /realtime/v1/websocket`): the limiter's
+  // own decision for each handshake, per client IP.
+  const limits = new Map<string, RawDecider>()
+  for (const u of upstreams) {
+    const decide = app.authgate.rateLimiter?.rawDeciderFor('GET', serviceTemplate(u.row))
+    if (decide !== undefined) limits.set(u.row.prefix, decide)
+  }
   /** Each open socket's way of closing with 1001, resolved once it is closed. */
   const open = new Set<() => Promise<void>>()
   const idHeader = app.authgate.config.requestIdHeader
@@ -88,182 +98,208 @@ export function relayWebSockets(
     const started = performance.now()
     const upstream = byPath.get(pathOf(req.url))
     const log = app.log.child({ reqId: id })
-    const refuse = (code: ErrorCode, message?: string) => {
-      const answer = serviceErrorResponse(code, message)
+    const write = (answer: RawRefusal, code: string) => {
       const head = [`HTTP/1.1 ${answer.status} ${http.STATUS_CODES[answer.status] ?? ''}`]
       for (const [name, value] of Object.entries(answer.headers)) head.push(`${name}: ${value}`)
       head.push(`${idHeader}: ${id}`, 'connection: close', `content-length: ${Buffer.byteLength(answer.body)}`)
       socket.end(`${head.join('\r\n')}\r\n\r\n${answer.body}`)
       log.info({ route: req.url && redactUrl(req.url), status: answer.status, code }, 'websocket refused')
     }
+    const refuse = (code: ErrorCode, message?: string) => write(serviceErrorResponse(code, message), code)
     socket.on('error', () => socket.destroy())
     if (upstream === undefined || req.method !== 'GET') return refuse('not_found')
     // As on every HTTP route (src/http/host.ts): one Host, or which one counts is ambiguous.
     const hostRefusal = hostFault(req)
     if (hostRefusal !== undefined) return refuse('malformed_request', hostRefusal)
-    const path = judgeServicePath(upstream.row, req.method, req.url ?? '/')
-    if (!path.ok) return refuse(path.code, path.message)
-    const plan = planServiceRequest(upstream, proxy.keys, proxy.defaultKey, path, req.headers)
-    if (!plan.ok) return refuse(plan.code)
-
-    const target = new URL(upstream.origin)
+    // As on the services' HTTP routes (src/services/credentials.ts): Realtime's Cowboy joins a
+    // repeated header, so the key authgate judged would not be the one Realtime reads.
+    const credentialRefusal = repeatedCredential(req.rawHeaders)
+    if (credentialRefusal !== undefined) return refuse('malformed_request', credentialRefusal)
     const ip = socketClientIp(req, trusted, log)
-    // As Fastify's `request.host` and `request.protocol` read them: a trusted proxy's view, else the socket's.
-    const { host, proto } = forwardedView(req, trusted)
-    // Cookie sessions: stand-ins in the client's join and token messages become the real token; the
-    // frames must then be readable, so no compression is offered to Realtime.
-    const sessions = proxy.sessions
-    const swap = sessions && phoenixSwap(sessions, req, { clientIp: ip, requestId: id, proto, log })
-    const headers = outboundRequestHeaders(req.rawHeaders, req.headers, {
-      identity: proxy.identityOf(ip, id),
-      host,
-      proto,
-      ownCookies: sessions === undefined ? undefined : [sessions.sessions.config.cookieName],
-      replaced: [...proxy.ownNames(), ...plan.replaced, ...(swap ? ['sec-websocket-extensions'] : [])],
-      set: [
-        // The handshake's own hop-by-hop pair, which the hygiene list drops from every other request.
-        'connection',
-        'Upgrade',
-        'upgrade',
-        'websocket',
-        ...(upstream.host === undefined ? ['host', target.host] : []),
-        ...plan.set,
-      ],
-    })
-    const client = target.protocol === 'https:' ? https : http
-    const up: ClientRequest = client.request({
-      host: target.hostname,
-      port: target.port,
-      method: 'GET',
-      path: plan.path,
-      headers: headers as unknown as Record<string, string>,
-      timeout: upstream.timeoutMs,
-    })
-    up.on('timeout', () => up.destroy(Object.assign(new Error('handshake timed out'), { code: 'ETIMEDOUT_HANDSHAKE' })))
-    up.on('error', (err: Error & { code?: string }) => {
-      if (socket.destroyed || !socket.writable) return
-      log.warn({ service: upstream.label, err: { code: err.code, message: err.message } }, 'service unreachable')
-      if (err.code === 'ETIMEDOUT_HANDSHAKE')
-        refuse('request_timeout', `The ${upstream.label} service did not answer in time`)
-      else refuse('backend_unreachable', `The ${upstream.label} service could not be reached`)
-    })
-    // The upstream refused the upgrade (a 403 for a bad token, say): its answer, then the end.
-    up.on('response', (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => {
-        const body = Buffer.concat(chunks)
-        const lines = [`HTTP/1.1 ${res.statusCode} ${res.statusMessage}`]
+    // The route's per-client limit, which its onRequest hook applies to the HTTP requests (this
+    // event never passes through Fastify's hooks): before the key and path are judged, as there.
+    const limit = limits.get(upstream.row.prefix)
+    if (limit !== undefined)
+      limit(req, ip).then(
+        (refusal) => {
+          if (socket.destroyed) return
+          if (refusal !== undefined) write(refusal, 'over_request_rate_limit')
+          else relay(upstream)
+        },
+        (err: unknown) => {
+          log.error({ err }, 'websocket handshake failed')
+          socket.destroy()
+        },
+      )
+    else relay(upstream)
+
+    /** The handshake, let through the limit when its route has one: judged, then relayed. */
+    function relay(upstream: ServiceUpstream) {
+      const path = judgeServicePath(upstream.row, 'GET', req.url ?? '/')
+      if (!path.ok) return refuse(path.code, path.message)
+      const plan = planServiceRequest(upstream, proxy.keys, proxy.defaultKey, path, req.headers)
+      if (!plan.ok) return refuse(plan.code)
+
+      const target = new URL(upstream.origin)
+      // As Fastify's `request.host` and `request.protocol` read them: a trusted proxy's view, else the socket's.
+      const { host, proto } = forwardedView(req, trusted)
+      // Cookie sessions: stand-ins in the client's join and token messages become the real token; the
+      // frames must then be readable, so no compression is offered to Realtime.
+      const sessions = proxy.sessions
+      const swap = sessions && phoenixSwap(sessions, req, { clientIp: ip, requestId: id, proto, log })
+      const headers = outboundRequestHeaders(req.rawHeaders, req.headers, {
+        identity: proxy.identityOf(ip, id),
+        host,
+        proto,
+        ownCookies: sessions === undefined ? undefined : [sessions.sessions.config.cookieName],
+        replaced: [...proxy.ownNames(), ...plan.replaced, ...(swap ? ['sec-websocket-extensions'] : [])],
+        set: [
+          // The handshake's own hop-by-hop pair, which the hygiene list drops from every other request.
+          'connection',
+          'Upgrade',
+          'upgrade',
+          'websocket',
+          ...(upstream.host === undefined ? ['host', target.host] : []),
+          ...plan.set,
+        ],
+      })
+      const client = target.protocol === 'https:' ? https : http
+      const up: ClientRequest = client.request({
+        host: target.hostname,
+        port: target.port,
+        method: 'GET',
+        path: plan.path,
+        headers: headers as unknown as Record<string, string>,
+        timeout: upstream.timeoutMs,
+      })
+      up.on('timeout', () =>
+        up.destroy(Object.assign(new Error('handshake timed out'), { code: 'ETIMEDOUT_HANDSHAKE' })),
+      )
+      up.on('error', (err: Error & { code?: string }) => {
+        if (socket.destroyed || !socket.writable) return
+        log.warn({ service: upstream.label, err: { code: err.code, message: err.message } }, 'service unreachable')
+        if (err.code === 'ETIMEDOUT_HANDSHAKE')
+          refuse('request_timeout', `The ${upstream.label} service did not answer in time`)
+        else refuse('backend_unreachable', `The ${upstream.label} service could not be reached`)
+      })
+      // The upstream refused the upgrade (a 403 for a bad token, say): its answer, then the end.
+      up.on('response', (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
+          const body = Buffer.concat(chunks)
+          const lines = [`HTTP/1.1 ${res.statusCode} ${res.statusMessage}`]
+          for (let i = 0; i < res.rawHeaders.length; i += 2) {
+            const name = res.rawHeaders[i]!
+            if (NOT_RELAYED.has(name.toLowerCase()) || name.toLowerCase() === 'connection') continue
+            lines.push(`${name}: ${res.rawHeaders[i + 1]!}`)
+          }
+          lines.push(`${idHeader}: ${id}`, 'connection: close', `content-length: ${body.length}`)
+          socket.end(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]))
+          log.info({ service: upstream.label, status: res.statusCode }, 'websocket refused by the service')
+        })
+      })
+      up.on('upgrade', (res, upSocket, upHead) => {
+        const lines = [`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`]
         for (let i = 0; i < res.rawHeaders.length; i += 2) {
           const name = res.rawHeaders[i]!
-          if (NOT_RELAYED.has(name.toLowerCase()) || name.toLowerCase() === 'connection') continue
+          if (NOT_RELAYED.has(name.toLowerCase())) continue
           lines.push(`${name}: ${res.rawHeaders[i + 1]!}`)
         }
-        lines.push(`${idHeader}: ${id}`, 'connection: close', `content-length: ${body.length}`)
-        socket.end(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]))
-        log.info({ service: upstream.label, status: res.statusCode }, 'websocket refused by the service')
-      })
-    })
-    up.on('upgrade', (res, upSocket, upHead) => {
-      const lines = [`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`]
-      for (let i = 0; i < res.rawHeaders.length; i += 2) {
-        const name = res.rawHeaders[i]!
-        if (NOT_RELAYED.has(name.toLowerCase())) continue
-        lines.push(`${name}: ${res.rawHeaders[i + 1]!}`)
-      }
-      lines.push(`${idHeader}: ${id}`)
-      if (socket.destroyed) {
-        upSocket.destroy()
-        return
-      }
-      // Realtime's bytes are written by hand, not piped: on stop the relay must know where its
-      // frames end to put its own close frame between two of them.
-      const cursor = new FrameCursor()
-      socket.write(`${lines.join('\r\n')}\r\n\r\n`)
-      if (upHead.length > 0) {
-        cursor.read(upHead)
-        socket.write(upHead)
-      }
-      const toUpstream = swap ?? upSocket
-      if (head.length > 0) toUpstream.write(head)
-      let received = upHead.length
-      let sent = head.length
-      socket.on('data', (c: Buffer) => (sent += c.length))
-      if (swap) {
-        socket.pipe(swap).pipe(upSocket)
-        swap.on('error', () => upSocket.destroy())
-      } else socket.pipe(upSocket)
-      let stopping: (() => void) | undefined
-      upSocket.on('data', (c: Buffer) => {
-        received += c.length
-        if (stopping === undefined) {
-          cursor.read(c)
-          if (!socket.write(c)) upSocket.pause()
+        lines.push(`${idHeader}: ${id}`)
+        if (socket.destroyed) {
+          upSocket.destroy()
           return
         }
-        const upTo = cursor.read(c, true)
-        if (upTo > 0) socket.write(c.subarray(0, upTo))
-        if (cursor.atBoundary) stopping()
-      })
-      socket.on('drain', () => upSocket.resume())
-      // Idle, not total: a socket with traffic (the heartbeat at least) lives as long as it is used.
-      upSocket.setTimeout(upstream.timeoutMs, () => upSocket.destroy())
-      ;(socket as Socket).setTimeout(upstream.timeoutMs, () => socket.destroy())
-      upSocket.on('error', () => upSocket.destroy())
-      stats.opening(upstream.label)
-      let closed = false
-      let whenClosed: () => void = () => {}
-      const done = new Promise<void>((resolve) => (whenClosed = resolve))
-      let closeCode = GOING_AWAY
-      const stop = (code = GOING_AWAY, reason = ''): Promise<void> => {
-        if (closed || stopping !== undefined) return done
-        closeCode = code
-        const cut = setTimeout(() => socket.destroy(), STOP_GRACE_MS)
-        stopping = () => {
-          stopping = () => {}
-          clearTimeout(cut)
-          socket.unpipe(upSocket)
-          upSocket.destroy()
-          socket.end(closeFrame(code, reason))
-          // A client that does not close its side is not waited for.
-          setTimeout(() => socket.destroy(), STOP_GRACE_MS).unref()
+        // Realtime's bytes are written by hand, not piped: on stop the relay must know where its
+        // frames end to put its own close frame between two of them.
+        const cursor = new FrameCursor()
+        socket.write(`${lines.join('\r\n')}\r\n\r\n`)
+        if (upHead.length > 0) {
+          cursor.read(upHead)
+          socket.write(upHead)
         }
-        if (cursor.atBoundary) stopping()
-        return done
-      }
-      open.add(stop)
-      // A stand-in the swap refuses went no further: the socket closes with 1008 and the fault.
-      swap?.on('refused', (fault: string) => void stop(POLICY_VIOLATION, `stand-in token refused: ${fault}`))
-      const close = () => {
-        if (closed) return
-        closed = true
-        open.delete(stop)
-        // Going away: the close frame written with end() is left to reach the client.
-        if (stopping === undefined) socket.destroy()
-        upSocket.destroy()
-        const durationMs = performance.now() - started
-        stats.closing(upstream.label, durationMs / 1000)
-        whenClosed()
-        log.info(
-          {
-            route: upstream.row.prefix,
-            service: upstream.label,
-            status: 101,
-            ip,
-            durationMs: Math.round(durationMs),
-            bytesIn: sent,
-            bytesOut: received,
-            ...(stopping !== undefined ? { closeCode } : {}),
-          },
-          'websocket closed',
-        )
-      }
-      socket.on('close', close)
-      upSocket.on('close', close)
-      // The server's sockets are half-open by default: a client's FIN ends its socket, not half of it.
-      socket.on('end', close)
-    })
-    up.end()
+        const toUpstream = swap ?? upSocket
+        if (head.length > 0) toUpstream.write(head)
+        let received = upHead.length
+        let sent = head.length
+        socket.on('data', (c: Buffer) => (sent += c.length))
+        if (swap) {
+          socket.pipe(swap).pipe(upSocket)
+          swap.on('error', () => upSocket.destroy())
+        } else socket.pipe(upSocket)
+        let stopping: (() => void) | undefined
+        upSocket.on('data', (c: Buffer) => {
+          received += c.length
+          if (stopping === undefined) {
+            cursor.read(c)
+            if (!socket.write(c)) upSocket.pause()
+            return
+          }
+          const upTo = cursor.read(c, true)
+          if (upTo > 0) socket.write(c.subarray(0, upTo))
+          if (cursor.atBoundary) stopping()
+        })
+        socket.on('drain', () => upSocket.resume())
+        // Idle, not total: a socket with traffic (the heartbeat at least) lives as long as it is used.
+        upSocket.setTimeout(upstream.timeoutMs, () => upSocket.destroy())
+        ;(socket as Socket).setTimeout(upstream.timeoutMs, () => socket.destroy())
+        upSocket.on('error', () => upSocket.destroy())
+        stats.opening(upstream.label)
+        let closed = false
+        let whenClosed: () => void = () => {}
+        const done = new Promise<void>((resolve) => (whenClosed = resolve))
+        let closeCode = GOING_AWAY
+        const stop = (code = GOING_AWAY, reason = ''): Promise<void> => {
+          if (closed || stopping !== undefined) return done
+          closeCode = code
+          const cut = setTimeout(() => socket.destroy(), STOP_GRACE_MS)
+          stopping = () => {
+            stopping = () => {}
+            clearTimeout(cut)
+            socket.unpipe(upSocket)
+            upSocket.destroy()
+            socket.end(closeFrame(code, reason))
+            // A client that does not close its side is not waited for.
+            setTimeout(() => socket.destroy(), STOP_GRACE_MS).unref()
+          }
+          if (cursor.atBoundary) stopping()
+          return done
+        }
+        open.add(stop)
+        // A stand-in the swap refuses went no further: the socket closes with 1008 and the fault.
+        swap?.on('refused', (fault: string) => void stop(POLICY_VIOLATION, `stand-in token refused: ${fault}`))
+        const close = () => {
+          if (closed) return
+          closed = true
+          open.delete(stop)
+          // Going away: the close frame written with end() is left to reach the client.
+          if (stopping === undefined) socket.destroy()
+          upSocket.destroy()
+          const durationMs = performance.now() - started
+          stats.closing(upstream.label, durationMs / 1000)
+          whenClosed()
+          log.info(
+            {
+              route: upstream.row.prefix,
+              service: upstream.label,
+              status: 101,
+              ip,
+              durationMs: Math.round(durationMs),
+              bytesIn: sent,
+              bytesOut: received,
+              ...(stopping !== undefined ? { closeCode } : {}),
+            },
+            'websocket closed',
+          )
+        }
+        socket.on('close', close)
+        upSocket.on('close', close)
+        // The server's sockets are half-open by default: a client's FIN ends its socket, not half of it.
+        socket.on('end', close)
+      })
+      up.end()
+    }
   })
 
   // A stopping authgate ends its sockets once readiness has turned the load balancer away (the

@@ -115,6 +115,14 @@ test('per-user routes are checked like the per-client ones', async () => {
   assert.equal(config('GET /rest/v1/*=5/1s').userLimits.get('GET /rest/v1/*')?.limit, 5)
   assert.throws(() => config('POST /signup=5/1s'), /no such service route/)
   assert.throws(() => config('GET /rest/v1/*=5/1s,POST /rest/v1/*=6/1s'), /share one bucket/)
+  // The socket's user is in its frames, not its handshake: a per-user limit there could count nothing.
+  assert.throws(
+    () => config('GET /realtime/v1/websocket=5/1m'),
+    (err: unknown) =>
+      err instanceof AuthgateConfigError &&
+      /GET \/realtime\/v1\/websocket/.test(err.message) &&
+      /per client/.test(err.message),
+  )
 })
 
 test('per user with cookie sessions: a stand-in counts for the real user behind it, and no second header moves the count', async () => {
@@ -167,35 +175,75 @@ test('per user with cookie sessions: a stand-in counts for the real user behind 
     assert.equal(((await refused.json()) as { code: string }).code, 'over_request_rate_limit')
     // The same user with the real token shares the bucket: the limit is the user's, not the token's.
     assert.equal((await get({ authorization: `Bearer ${ada}` })).status, 429)
-    // Another user's real token beside the stand-in (as the key, in a second Authorization) does not
-    // make the request grace's: ada's spent bucket answers, nothing is forwarded.
+    // Another user's real token beside the stand-in, as the key, does not make the request grace's:
+    // ada's spent bucket answers, nothing is forwarded. In a second Authorization it is refused
+    // before any limit reads one of the two (Realtime and Deno would read both).
     const sent = h.upstream.requests.length
     assert.equal((await get({ ...asAda, apikey: grace })).status, 429)
-    const twice = await rawGet(h.url, [
-      ['apikey', PUBLISHABLE],
-      ['cookie', cookie],
-      ['authorization', `Bearer ${standIn}`],
-      ['authorization', `Bearer ${grace}`],
+    for (const pair of [
+      [standIn, grace],
+      [grace, standIn],
     ])
-    assert.equal(twice, 429)
+      assert.equal(
+        await rawGet(h.url, [
+          ['apikey', PUBLISHABLE],
+          ['cookie', cookie],
+          ['authorization', `Bearer ${pair[0]!}`],
+          ['authorization', `Bearer ${pair[1]!}`],
+        ]),
+        400,
+      )
     assert.equal(h.upstream.requests.length, sent, 'nothing forwarded')
+    // Text after a stand-in: not a stand-in as a bearer is read for the swap (Supabase Auth's
+    // reading), so it goes on as sent, to a service that refuses it (none holds the stand-ins' key),
+    // never as ada's real token, which her spent bucket would have refused.
+    const before = h.upstream.requests.length
+    await get({ ...asAda, authorization: `Bearer ${standIn} x` })
+    assert.equal(h.upstream.requests.length, before + 1)
+    assert.deepEqual(values(h.upstream.requests.at(-1)!, 'authorization'), [`Bearer ${standIn} x`])
     // A stand-in without its cookie spends nobody's bucket: it is refused, as without a limit.
     const bare = await get({ authorization: `Bearer ${standIn}` })
     assert.equal(bare.status, 401)
     assert.equal(((await bare.json()) as { code: string }).code, 'session_not_found')
     assert.equal((await get({ authorization: `Bearer ${grace}` })).status, 200, 'grace has her own bucket')
-    // Her real token first, ada's stand-in second: hers is the token (Node.js, and the services,
-    // read the first), and hers the bucket.
-    const graceFirst = [
-      ['apikey', PUBLISHABLE],
-      ['cookie', cookie],
-      ['authorization', `Bearer ${grace}`],
-      ['authorization', `Bearer ${standIn}`],
-    ] as Array<[string, string]>
-    assert.equal(await rawGet(h.url, graceFirst), 200)
-    assert.equal(await rawGet(h.url, graceFirst), 429)
-    // The line sent first is hers too (PostgREST, Storage and Node.js read the first one).
-    assert.equal(values(h.upstream.requests.at(-1)!, 'authorization')[0], `Bearer ${grace}`)
+  } finally {
+    await h.close()
+  }
+})
+
+test('per user: the token is read as the services read it, the first piece after the scheme, whatever follows it', async () => {
+  const { generateKeyPair, exportJWK, SignJWT } = await import('jose')
+  const { publicKey, privateKey } = await generateKeyPair('ES256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }
+  const ada = await new SignJWT({ role: 'authenticated' })
+    .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .setSubject('ada')
+    .setExpirationTime('1h')
+    .sign(privateKey)
+  const h = await withServices({ userRateLimitRoutes: 'GET /rest/v1/*=5/1m' }, {}, { rateLimit: limited('') })
+  try {
+    h.upstream.handler = (req, res) => {
+      if (req.url === '/auth/.well-known/jwks.json')
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }))
+      res.writeHead(200, { 'content-type': 'application/json' }).end('[]')
+    }
+    const get = (authorization: string) =>
+      fetch(`${h.url}/rest/v1/todos`, { headers: { apikey: PUBLISHABLE, authorization } })
+    for (let i = 0; i < 5; i++) assert.equal((await get(`Bearer ${ada}`)).status, 200)
+    assert.equal((await get(`Bearer ${ada}`)).status, 429)
+    const sent = h.upstream.requests.length
+    // PostgREST reads the second space-separated piece (`"Bearer" : t : _`), Realtime's API the
+    // piece after the scheme: text after the token does not make the request nobody's.
+    for (const authorization of [
+      `Bearer ${ada} x`,
+      `Bearer ${ada} ${ada}`,
+      `Bearer\t${ada}`,
+      `Bearer  ${ada}`,
+      `bearer ${ada}`,
+      `BEARER ${ada} trailing text`,
+    ])
+      assert.equal((await get(authorization)).status, 429, JSON.stringify(authorization.replace(ada, '<jwt>')))
+    assert.equal(h.upstream.requests.length, sent, 'nothing forwarded')
   } finally {
     await h.close()
   }

@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream'
 import { test } from 'node:test'
 import { maskedTextFrame } from '../../src/sessions/socket-swap.ts'
 import { StandIns } from '../../src/sessions/stand-ins.ts'
+import { loadRateLimitSettings } from '../../src/settings.ts'
 import { ANON, PUBLISHABLE, withServices } from './support.ts'
 
 interface SocketUpstream {
@@ -453,6 +454,65 @@ test('with cookie sessions, a stand-in the socket cannot swap is not sent on: th
     assert.equal(Buffer.concat(up.received).length, before)
     const last = other.received().subarray(other.received().lastIndexOf(0x88))
     assert.equal(last.subarray(4).toString(), 'stand-in token refused: other_session')
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
+test('a per-client limit on the socket route counts handshakes: past it 429 in our shape with Retry-After, Realtime not asked', async () => {
+  const up = await startSocketUpstream()
+  const rateLimit = loadRateLimitSettings({
+    AUTHGATE_RATE_LIMITED_ROUTES: 'none',
+    AUTHGATE_RATE_LIMIT_ROUTES: 'GET /realtime/v1/websocket=2/1m',
+  })
+  const h = await withServices({ urls: { realtime: up.url } }, {}, { rateLimit })
+  const port = Number(new URL(h.url).port)
+  const target = `/realtime/v1/websocket?apikey=${PUBLISHABLE}&vsn=1.0.0`
+  try {
+    for (let i = 0; i < 2; i++) assert.match((await handshake(port, target)).head, /^HTTP\/1\.1 101 /)
+    for (let i = 0; i < 3; i++) {
+      const refused = await handshake(port, target)
+      assert.match(refused.head, /^HTTP\/1\.1 429 /)
+      assert.match(refused.head, /\r\nretry-after: [1-9]\d*\r\n/i)
+      assert.match(refused.head, /\r\nratelimit-policy: "realtime-v1-websocket";q=2;w=60/i)
+      await refused.closed
+      assert.deepEqual(JSON.parse(refused.received().toString()), {
+        code: 'over_request_rate_limit',
+        message: 'Request rate limit reached',
+      })
+    }
+    assert.equal(up.handshakes.length, 2, 'the refused handshakes never reached Realtime')
+    const text = await (await fetch(`${h.url}/metrics`)).text()
+    assert.match(text, /authgate_rate_limit_denied_total\{limit="client",route="GET \/realtime\/v1\/websocket"\} 3/)
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
+test('a socket handshake with two Authorization or two apikey headers is refused 400 and never reaches Realtime', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url } })
+  const port = Number(new URL(h.url).port)
+  const target = `/realtime/v1/websocket?apikey=${PUBLISHABLE}&vsn=1.0.0`
+  try {
+    // Realtime's Cowboy joins repeated headers into one value: the key authgate judged would not be
+    // the one Realtime reads.
+    for (const extra of [
+      `apikey: ${PUBLISHABLE}\r\napikey: ${ANON}\r\n`,
+      `Authorization: Bearer ${ANON}\r\nauthorization: Bearer x\r\n`,
+    ]) {
+      const refused = await handshake(port, target, extra)
+      assert.match(refused.head, /^HTTP\/1\.1 400 /)
+      await refused.closed
+      assert.deepEqual(JSON.parse(refused.received().toString()), {
+        code: 'malformed_request',
+        message: `A request to a service must carry one ${extra.startsWith('apikey') ? 'apikey' : 'Authorization'} header`,
+      })
+    }
+    assert.equal(up.handshakes.length, 0)
+    assert.match((await handshake(port, target, `apikey: ${PUBLISHABLE}\r\n`)).head, /^HTTP\/1\.1 101 /)
   } finally {
     await h.close()
     await up.close()
