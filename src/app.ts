@@ -16,6 +16,7 @@ import { requireHostHeader } from './http/host.ts'
 import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
+import { lazyChildLogger } from './observability/lazy-child-logger.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
 import { WorkerMetrics } from './observability/cluster-metrics.ts'
 import { createMetrics, metricsHandler, startMetricsServer, type AppMetrics } from './observability/metrics.ts'
@@ -135,6 +136,8 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
     ajv: openApiAjvOptions(options.fastify?.ajv).ajv,
     ...timeoutOptions(config),
     logger,
+    // A request's child logger is made on its first line (most requests write none at `warn`).
+    ...(logger === false ? {} : { childLoggerFactory: options.fastify?.childLoggerFactory ?? lazyChildLogger }),
     // One line per request, written by src/observability/request-log.ts.
     logController: new AuthgateLogController(),
     // The id comes from a trusted proxy's header or is generated (never `req-1`, `req-2`, ...).

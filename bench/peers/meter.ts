@@ -10,6 +10,9 @@
  *   collections was allocated. Exact for the heap, whatever else runs on the machine.
  * - `cpuUserUs`, `cpuSystemUs`: `process.cpuUsage()` over the same span.
  *
+ * - `memory`: `process.memoryUsage()` at the end (RSS, heap, external, arrayBuffers), for reading
+ *   what an RSS after load is made of.
+ *
  * Buffers' memory outside the heap (sockets' reads, pooled slabs) is not in `heapAllocated`.
  * Without BENCH_METER_DIR it does nothing.
  */
@@ -57,6 +60,8 @@ if (dir !== undefined && dir !== '') {
         collections: result?.statistics.length ?? 0,
         cpuUserUs: cpu.user,
         cpuSystemUs: cpu.system,
+        // Where the process's memory is at the end: the heap, Buffers' memory, the rest is malloc'd.
+        memory: process.memoryUsage(),
       }),
     )
   })
