@@ -17,6 +17,7 @@ import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
 import { lazyChildLogger } from './observability/lazy-child-logger.ts'
+import { IdleRelease } from './core/idle-release.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
 import { WorkerMetrics } from './observability/cluster-metrics.ts'
 import { createMetrics, metricsHandler, startMetricsServer, type AppMetrics } from './observability/metrics.ts'
@@ -217,6 +218,10 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   }
   app.addHook('onListen', async () => readiness.start())
   app.addHook('onClose', () => readiness.close())
+  // Memory a load grew is given back once the process is idle again (src/core/idle-release.ts).
+  const idleRelease = new IdleRelease()
+  app.addHook('onListen', async () => idleRelease.start())
+  app.addHook('onClose', async () => idleRelease.stop())
   const hidden = { schema: { hide: true } }
   if (config.livenessPath !== false) {
     claimPath(app, 'AUTHGATE_LIVENESS_PATH', config.livenessPath)
