@@ -325,6 +325,8 @@ function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildP
       // nginx, HAProxy and Caddy run with access logs off; so does authgate (warnings and errors stay).
       AUTHGATE_LOG_LEVEL: 'warn',
       AUTHGATE_BACKEND_CONNECTIONS: '64',
+      // As the container image runs it (Dockerfile).
+      MALLOC_ARENA_MAX: '2',
       ...env,
     },
     cwd,
