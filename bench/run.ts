@@ -843,7 +843,7 @@ const cellFor = (c: Case, p: Peer) => {
   return cell
 }
 
-const memory = new Map<string, { idle: number; loaded?: number; idleConns?: number }>()
+const memory = new Map<string, { idle: number; loaded?: number; idleConns?: number; later?: number }>()
 for (const p of peers) {
   const pid = p.pid()
   if (pid !== undefined && !p.noMemory && (p.port >= 0 || p.limitedPort)) memory.set(p.name, { idle: rssMb(pid) })
@@ -953,6 +953,14 @@ for (const p of peers) {
     await sleep(200)
   }
 }
+// A minute after the load, idle: what a process keeps of what the load grew.
+const AFTER_MS = 60_000
+await sleep(AFTER_MS)
+for (const p of peers) {
+  const pid = p.pid()
+  const m = memory.get(p.name)
+  if (pid !== undefined && m?.loaded !== undefined) m.later = rssMb(pid)
+}
 stopAll()
 
 // --- report ------------------------------------------------------------------------------------
@@ -1052,12 +1060,12 @@ for (const p of peers.filter((x) => x.protect)) {
 }
 lines.push('')
 lines.push(
-  `| peer | RSS idle MB | RSS after the load MB | RSS with ${thousands(IDLE)} idle keep-alive connections MB |`,
+  `| peer | RSS idle MB | RSS after the load MB | RSS with ${thousands(IDLE)} idle keep-alive connections MB | RSS a minute later, idle MB |`,
 )
-lines.push('|---|--:|--:|--:|')
+lines.push('|---|--:|--:|--:|--:|')
 for (const [name, m] of memory) {
   if (m.loaded === undefined) continue
-  lines.push(`| ${name} | ${fmt(m.idle)} | ${fmt(m.loaded)} | ${fmt(m.idleConns ?? NaN)} |`)
+  lines.push(`| ${name} | ${fmt(m.idle)} | ${fmt(m.loaded)} | ${fmt(m.idleConns ?? NaN)} | ${fmt(m.later ?? NaN)} |`)
 }
 const table = lines.join('\n')
 console.log('\n' + table)
