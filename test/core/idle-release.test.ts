@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { getHeapSpaceStatistics } from 'node:v8'
 import { collector } from '../../src/core/collector.ts'
-import { GROWN_NEW_SPACE_BYTES, IdleRelease } from '../../src/core/idle-release.ts'
+import { GROWN_NEW_SPACE_BYTES, IDLE_CHECKS, IdleRelease } from '../../src/core/idle-release.ts'
 
 const MiB = 1024 * 1024
 
-test('one memory-reducing collection once the loop is idle with a grown young generation, and only then', () => {
+test('one memory-reducing collection once the loop has been idle for a minute with a grown young generation, and only then', () => {
   const calls: unknown[] = []
   let utilization = 0.5
   let newSpace = 32 * MiB
@@ -20,8 +20,16 @@ test('one memory-reducing collection once the loop is idle with a grown young ge
   })
   // Busy: nothing, however large the young generation.
   assert.equal(release.check(), false)
-  // Idle with the young generation grown: one collection, the reducing kind.
+  // Idle with the young generation grown: nothing until it has been idle at every check of a minute.
   utilization = 0.001
+  for (let i = 1; i < IDLE_CHECKS; i++) assert.equal(release.check(), false)
+  // A pause that ends starts the count again.
+  utilization = 0.5
+  assert.equal(release.check(), false)
+  utilization = 0.001
+  for (let i = 1; i < IDLE_CHECKS; i++) assert.equal(release.check(), false)
+  assert.equal(calls.length, 0)
+  // The minute's last check: one collection, the reducing kind.
   assert.equal(release.check(), true)
   assert.deepEqual(calls, [{ type: 'major', flavor: 'last-resort' }])
   // Idle again, the young generation small: nothing more until a load grows it.
@@ -47,6 +55,7 @@ test("V8's reducing collection shrinks a young generation a load grew", (t) => {
   assert.ok(kept > 0)
   if (newSpace() <= GROWN_NEW_SPACE_BYTES) return t.skip('V8 did not grow the young generation')
   const release = new IdleRelease({ utilization: () => 0, collect })
+  for (let i = 1; i < IDLE_CHECKS; i++) release.check()
   assert.equal(release.check(), true)
   assert.ok(newSpace() <= GROWN_NEW_SPACE_BYTES, `young generation ${newSpace()} bytes after the collection`)
 })
