@@ -13,6 +13,9 @@ RUN npm run build
 
 FROM node:24-slim
 ENV NODE_ENV=production
+# Two malloc arenas instead of glibc's eight per core: V8's compiler and collector threads each
+# grew an arena of their own under load, about 15 MiB of RSS kept after it (docs/decisions.md, D146).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force

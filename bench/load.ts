@@ -17,6 +17,8 @@ export interface RequestSpec {
   method: 'GET' | 'POST'
   path: string
   body?: string
+  /** A body too large for a string in a script: the file's bytes (wrk reads it; the open-loop generator does not send it). */
+  bodyFile?: string
   headers?: Record<string, string>
 }
 

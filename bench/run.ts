@@ -34,6 +34,8 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { constantRate, idleConnections, type RequestSpec } from './load.ts'
 import { benchToken } from './peers/authgate-protected.ts'
+import { OBJECT_BYTES } from './peers/stand-ins.ts'
+import { socketMessages } from './socket-load.ts'
 
 const { values: opts } = parseArgs({
   options: {
@@ -97,6 +99,11 @@ const BASE_PORTS = {
   fastifyFloorLimited: 19523,
   protect: 19520,
   protectNoCache: 19521,
+  standInRealtime: 19530,
+  standInStorage: 19531,
+  nodeFloorSocket: 19532,
+  authgateSockets: 19533,
+  baselineSockets: 19534,
 }
 // Moved by --port-offset, so that a second run on the same machine does not answer the first one's requests.
 const PORTS = Object.fromEntries(
@@ -106,8 +113,18 @@ const PORTS = Object.fromEntries(
 // --- processes ---------------------------------------------------------------------------------
 
 const children: ChildProcess[] = []
+// Each Node.js peer counts its CPU and heap allocation between two SIGUSR2 (bench/peers/meter.ts);
+// cluster workers inherit the flag. Read per case around each measured run.
+const METER_DIR = join(DIR, 'meter')
+mkdirSync(METER_DIR)
+const METERED = ['--import', join(ROOT, 'bench/peers/meter.ts')]
 function start(cmd: string, args: string[], env: Record<string, string> = {}, cwd = ROOT): ChildProcess {
-  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+  const metered = cmd === process.execPath ? { BENCH_METER_DIR: METER_DIR } : {}
+  const child = spawn(cmd, cmd === process.execPath ? [...METERED, ...args] : args, {
+    cwd,
+    env: { ...process.env, ...metered, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
   let err = ''
   child.stderr!.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-2000)))
   child.on('exit', (code, signal) => {
@@ -179,6 +196,48 @@ function cpuMs(pid: number): number {
   }
   return (ticks * 1000) / CLK_TCK
 }
+/** The Node.js processes of a peer (itself, its cluster workers). */
+function nodePids(pid: number): number[] {
+  return tree(pid).filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')[0] === process.execPath
+    } catch {
+      return false
+    }
+  })
+}
+interface Metered {
+  heapAllocated: number
+  cpuUs: number
+}
+/** Toggles the meter of each Node.js process of the peer and waits for each one's file to say so. */
+async function toggleMeter(pid: number, counting: boolean): Promise<Metered | undefined> {
+  const pids = nodePids(pid)
+  if (pids.length === 0) return undefined
+  for (const p of pids) {
+    rmSync(join(METER_DIR, `${p}.json`), { force: true })
+    process.kill(p, 'SIGUSR2')
+  }
+  const total: Metered = { heapAllocated: 0, cpuUs: 0 }
+  for (const p of pids) {
+    const file = join(METER_DIR, `${p}.json`)
+    const until = Date.now() + 5000
+    let read: { counting: boolean; heapAllocated?: number; cpuUserUs?: number; cpuSystemUs?: number } | undefined
+    while (Date.now() < until) {
+      try {
+        read = JSON.parse(readFileSync(file, 'utf8'))
+        if (read?.counting === counting) break
+      } catch {
+        // not written yet
+      }
+      await sleep(20)
+    }
+    if (read?.counting !== counting) return undefined
+    total.heapAllocated += read.heapAllocated ?? 0
+    total.cpuUs += (read.cpuUserUs ?? 0) + (read.cpuSystemUs ?? 0)
+  }
+  return total
+}
 function rssMb(pid: number): number {
   let kb = 0
   for (const p of tree(pid)) {
@@ -209,6 +268,13 @@ interface Peer {
   noMemory?: boolean
   /** Serves the application routes of bench/peers/authgate-protected.ts (cases f, g). */
   protect?: boolean
+  /** Relays Storage's objects (the Storage cases). */
+  storage?: boolean
+  /** Port where Realtime's socket is relayed (the Realtime case), and its path there. */
+  socketPort?: number
+  socketPath?: string
+  /** Node.js: metered for CPU and heap allocation (bench/peers/meter.ts). */
+  metered?: boolean
   pid: () => number | undefined
   group: 'single' | 'all-cores' | 'limit'
 }
@@ -228,6 +294,21 @@ peers.push({
   pid: () => backendProc.pid,
   group: 'limit',
 })
+// Realtime's and Storage's stand-ins (what nginx cannot play), and the socket case's ceiling.
+const standIns = start(process.execPath, [
+  join(ROOT, 'bench/peers/stand-ins.ts'),
+  String(PORTS.standInRealtime),
+  String(PORTS.standInStorage),
+])
+peers.push({
+  name: 'stand-in Realtime direct',
+  port: -1,
+  socketPort: PORTS.standInRealtime,
+  socketPath: '/socket/websocket',
+  pid: () => standIns.pid,
+  group: 'limit',
+  noMemory: true,
+})
 
 // The compiled service, as the container and the npm package run it (the sources run directly only
 // in a checkout; type stripping costs start-up time and about 30 MB of memory, nothing per request).
@@ -244,6 +325,8 @@ function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildP
       // nginx, HAProxy and Caddy run with access logs off; so does authgate (warnings and errors stay).
       AUTHGATE_LOG_LEVEL: 'warn',
       AUTHGATE_BACKEND_CONNECTIONS: '64',
+      // As the container image runs it (Dockerfile).
+      MALLOC_ARENA_MAX: '2',
       ...env,
     },
     cwd,
@@ -252,7 +335,25 @@ function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildP
 // Forwarding cases measure forwarding: no per-IP limit, and no per-account limit on the one account
 // every request of case (a) names (it would answer 429 after ten).
 const unlimited = { AUTHGATE_RATE_LIMITED_ROUTES: 'none', AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=off' }
-const rest = { AUTHGATE_REST_URL: `http://127.0.0.1:${PORTS.backend}`, AUTHGATE_REST_DOCUMENT_REFRESH: 'off' }
+const rest = {
+  AUTHGATE_REST_URL: `http://127.0.0.1:${PORTS.backend}`,
+  AUTHGATE_REST_DOCUMENT_REFRESH: 'off',
+  AUTHGATE_STORAGE_URL: `http://127.0.0.1:${PORTS.standInStorage}`,
+}
+// The Realtime case: the socket with cookie sessions on, so every client frame passes the stand-in
+// swap's parser (src/sessions/socket-swap.ts), as in a cookie-mode app.
+const sockets = {
+  ...unlimited,
+  AUTHGATE_REALTIME_URL: `http://127.0.0.1:${PORTS.standInRealtime}`,
+  AUTHGATE_SESSIONS: 'on',
+  AUTHGATE_SESSION_KEYS: `bench:${Buffer.alloc(32, 7).toString('base64')}`,
+}
+/** The handshake of the Realtime case on authgate: a session cookie, from the page's own origin. */
+const SOCKET_PATH = '/realtime/v1/websocket?apikey=bench-publishable-key&vsn=2.0.0'
+const socketHeaders = (port: number) => ({
+  Cookie: `__Host-authgate-session=${'s'.repeat(43)}`,
+  Origin: `http://127.0.0.1:${port}`,
+})
 const limitedRedis = {
   AUTHGATE_REDIS_URL: 'redis://127.0.0.1:6379',
   AUTHGATE_REDIS_KEY_PREFIX: `bench:${process.pid}:`,
@@ -277,11 +378,14 @@ const FLOORS = [
   },
 ]
 for (const floor of FLOORS.filter((f) => want(f.want))) {
+  // The runtime floor relays Storage's objects too, and Realtime's socket as bytes over TCP.
+  const runtime = floor.want === 'node'
   const f = start(process.execPath, [
     join(ROOT, 'bench/peers', floor.file),
     String(floor.port),
     String(floor.limited),
     String(PORTS.backend),
+    ...(runtime ? [String(PORTS.standInStorage), String(PORTS.nodeFloorSocket), String(PORTS.standInRealtime)] : []),
   ])
   peers.push({
     name: floor.name,
@@ -290,17 +394,22 @@ for (const floor of FLOORS.filter((f) => want(f.want))) {
     pid: () => f.pid,
     group: 'limit',
     noMemory: true,
+    metered: true,
+    ...(runtime ? { storage: true, socketPort: PORTS.nodeFloorSocket, socketPath: '/socket/websocket' } : {}),
   })
 }
 if (want('authgate')) {
-  // With the REST service mounted (case e): PostgREST is the fake backend too.
+  // With the REST service mounted (case e): PostgREST is the fake backend too; Storage a stand-in.
   const a = authgate(PORTS.authgate, { ...unlimited, ...rest })
   const m = authgate(PORTS.authgateMemory, {})
+  const ws = authgate(PORTS.authgateSockets, sockets)
   peers.push({
     name: 'authgate',
     port: PORTS.authgate,
     pid: () => a.pid,
     group: 'single',
+    metered: true,
+    storage: true,
   })
   peers.push({
     name: 'authgate (memory store)',
@@ -308,6 +417,16 @@ if (want('authgate')) {
     limitedPort: PORTS.authgateMemory,
     pid: () => m.pid,
     group: 'single',
+    metered: true,
+  })
+  peers.push({
+    name: 'authgate (cookie sessions)',
+    port: -1,
+    socketPort: PORTS.authgateSockets,
+    socketPath: SOCKET_PATH,
+    pid: () => ws.pid,
+    group: 'single',
+    metered: true,
   })
   const redisUp = spawnSync('redis-cli', ['-h', '127.0.0.1', 'ping']).stdout?.toString().trim() === 'PONG'
   if (redisUp || !have('redis-cli')) {
@@ -318,16 +437,19 @@ if (want('authgate')) {
       limitedPort: PORTS.authgateRedis,
       pid: () => r.pid,
       group: 'single',
+      metered: true,
     })
   }
   if (WORKERS > 1) {
-    const c = authgate(PORTS.authgateCluster, { ...unlimited, AUTHGATE_WORKERS: String(WORKERS) })
+    const c = authgate(PORTS.authgateCluster, { ...unlimited, ...rest, AUTHGATE_WORKERS: String(WORKERS) })
     const cm = authgate(PORTS.authgateClusterMemory, { AUTHGATE_WORKERS: String(WORKERS) })
     peers.push({
       name: `authgate ×${WORKERS} workers`,
       port: PORTS.authgateCluster,
       pid: () => c.pid,
       group: 'all-cores',
+      metered: true,
+      storage: true,
     })
     peers.push({
       name: `authgate ×${WORKERS} (shared store)`,
@@ -335,6 +457,7 @@ if (want('authgate')) {
       limitedPort: PORTS.authgateClusterMemory,
       pid: () => cm.pid,
       group: 'all-cores',
+      metered: true,
     })
   }
 }
@@ -351,7 +474,7 @@ if (want('authgate')) {
       JSON.stringify(publicJwk),
       ...extra,
     ])
-    peers.push({ name, port, pid: () => p.pid, group: 'single', noMemory: true, protect: true })
+    peers.push({ name, port, pid: () => p.pid, group: 'single', noMemory: true, protect: true, metered: true })
   }
 }
 if (opts.baseline && want('authgate')) {
@@ -375,13 +498,20 @@ if (opts.baseline && want('authgate')) {
   // The switches the earlier commit knows: one that knows no per-account limits refuses their setting.
   const knowsAccountLimits =
     spawnSync('grep', ['-rqs', 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES', join(dir, 'src')]).status === 0
-  const b = authgate(PORTS.baseline, knowsAccountLimits ? unlimited : { AUTHGATE_RATE_LIMITED_ROUTES: 'none' }, dir)
+  const b = authgate(
+    PORTS.baseline,
+    { ...(knowsAccountLimits ? unlimited : { AUTHGATE_RATE_LIMITED_ROUTES: 'none' }), ...rest },
+    dir,
+  )
   const bm = authgate(PORTS.baselineMemory, {}, dir)
+  const bs = authgate(PORTS.baselineSockets, sockets, dir)
   peers.push({
     name: `authgate @${opts.baseline}`,
     port: PORTS.baseline,
     pid: () => b.pid,
     group: 'single',
+    metered: true,
+    storage: true,
   })
   peers.push({
     name: `authgate @${opts.baseline} (memory)`,
@@ -389,6 +519,16 @@ if (opts.baseline && want('authgate')) {
     limitedPort: PORTS.baselineMemory,
     pid: () => bm.pid,
     group: 'single',
+    metered: true,
+  })
+  peers.push({
+    name: `authgate @${opts.baseline} (cookie sessions)`,
+    port: -1,
+    socketPort: PORTS.baselineSockets,
+    socketPath: SOCKET_PATH,
+    pid: () => bs.pid,
+    group: 'single',
+    metered: true,
   })
 }
 if (have('nginx') && want('nginx')) {
@@ -448,7 +588,7 @@ if (have('caddy') && want('caddy')) {
 }
 
 for (const p of peers) {
-  for (const port of [p.port, p.limitedPort]) {
+  for (const port of [p.port, p.limitedPort, p.socketPort]) {
     if (port === undefined || port < 0) continue
     if (!(await waitForPort(port))) console.error(`${p.name} did not listen on ${port}`)
   }
@@ -468,10 +608,27 @@ interface Case {
   authgateOnly?: boolean
   /** Only the peers serving application routes behind the protect plugin. */
   protectOnly?: boolean
+  /** Only the peers that relay Storage's objects. */
+  storageOnly?: boolean
+  /** Realtime's socket: messages through each peer's socket port, not HTTP requests. */
+  socket?: boolean
   latency: boolean
+  /**
+   * The floor the case is judged against: the framework floor (Fastify + the same relay) for the
+   * validated routes, the runtime floor (node:http + undici) for pass-through and refusals.
+   */
+  floor: 'runtime' | 'framework'
+  /** What one counted thing is (a request, a MB of an object, a socket message) and how many per request. */
+  unit: 'req' | 'MB' | 'msg'
+  unitsPerRequest?: number
+  /** wrk connections, when not --connections (a few for 10 MB objects). */
+  connections?: number
 }
 const TOKEN_BODY = '{"email":"user@example.com","password":"correct-horse-battery"}'
 const json = { 'Content-Type': 'application/json' }
+const UPLOAD = join(DIR, 'upload.bin')
+writeFileSync(UPLOAD, Buffer.alloc(OBJECT_BYTES, 'upload '))
+const OBJECT_MB = OBJECT_BYTES / 2 ** 20
 const CASES: Case[] = [
   {
     id: 'a',
@@ -479,6 +636,8 @@ const CASES: Case[] = [
     request: { method: 'POST', path: '/auth/token?grant_type=password', body: TOKEN_BODY, headers: json },
     expect: 200,
     latency: true,
+    floor: 'framework',
+    unit: 'req',
   },
   {
     id: 'b',
@@ -486,6 +645,8 @@ const CASES: Case[] = [
     request: { method: 'GET', path: '/auth/settings' },
     expect: 200,
     latency: true,
+    floor: 'framework',
+    unit: 'req',
   },
   {
     id: 'b2',
@@ -493,6 +654,8 @@ const CASES: Case[] = [
     request: { method: 'GET', path: '/auth/.well-known/jwks.json' },
     expect: 200,
     latency: false,
+    floor: 'framework',
+    unit: 'req',
   },
   {
     id: 'c',
@@ -500,6 +663,8 @@ const CASES: Case[] = [
     request: { method: 'GET', path: '/auth/authorize?provider=github' },
     expect: 302,
     latency: true,
+    floor: 'framework',
+    unit: 'req',
   },
   {
     id: 'd',
@@ -508,6 +673,8 @@ const CASES: Case[] = [
     limited: true,
     expect: 429,
     latency: true,
+    floor: 'runtime',
+    unit: 'req',
   },
   {
     id: 'f',
@@ -516,6 +683,8 @@ const CASES: Case[] = [
     protectOnly: true,
     expect: 200,
     latency: true,
+    floor: 'framework',
+    unit: 'req',
   },
   {
     id: 'g',
@@ -524,6 +693,8 @@ const CASES: Case[] = [
     protectOnly: true,
     expect: 200,
     latency: true,
+    floor: 'framework',
+    unit: 'req',
   },
   {
     id: 'rest',
@@ -531,6 +702,47 @@ const CASES: Case[] = [
     request: { method: 'GET', path: '/rest/v1/todos?select=*', headers: { apikey: 'bench-publishable-key' } },
     expect: 200,
     latency: true,
+    floor: 'runtime',
+    unit: 'req',
+  },
+  {
+    id: 'sd',
+    label: `(e) GET /storage/v1/object (a ${OBJECT_MB} MB download)`,
+    request: { method: 'GET', path: '/storage/v1/object/bench/10mb' },
+    storageOnly: true,
+    expect: 200,
+    latency: false,
+    floor: 'runtime',
+    unit: 'MB',
+    unitsPerRequest: OBJECT_MB,
+    connections: 4,
+  },
+  {
+    id: 'su',
+    label: `(e) POST /storage/v1/object (a ${OBJECT_MB} MB upload)`,
+    request: {
+      method: 'POST',
+      path: '/storage/v1/object/bench/upload',
+      bodyFile: UPLOAD,
+      headers: { 'Content-Type': 'application/octet-stream' },
+    },
+    storageOnly: true,
+    expect: 200,
+    latency: false,
+    floor: 'runtime',
+    unit: 'MB',
+    unitsPerRequest: OBJECT_MB,
+    connections: 4,
+  },
+  {
+    id: 'rt',
+    label: '(e) Realtime socket, broadcast messages echoed (cookie sessions: the stand-in swap on)',
+    request: { method: 'GET', path: SOCKET_PATH },
+    socket: true,
+    expect: 101,
+    latency: false,
+    floor: 'runtime',
+    unit: 'msg',
   },
   {
     id: 'e',
@@ -539,16 +751,21 @@ const CASES: Case[] = [
     authgateOnly: true,
     expect: 200,
     latency: false,
+    floor: 'framework',
+    unit: 'req',
   },
 ]
 
 function portFor(peer: Peer, c: Case): number | undefined {
+  if (c.socket) return peer.socketPort
+  if (c.storageOnly && !peer.storage) return undefined
   if (Boolean(c.protectOnly) !== Boolean(peer.protect)) return undefined
   if (c.authgateOnly && !peer.name.startsWith('authgate')) return undefined
   if (c.limited) return peer.limitedPort
   return peer.port >= 0 ? peer.port : undefined
 }
 function pathFor(peer: Peer, c: Case): string {
+  if (c.socket) return peer.socketPath ?? c.request.path
   return peer.direct ? c.request.path.replace(/^\/(auth|rest\/v1)/, '') : c.request.path
 }
 
@@ -558,6 +775,7 @@ async function oneRequest(port: number, spec: RequestSpec): Promise<number> {
     redirect: 'manual',
     ...(spec.headers ? { headers: spec.headers } : {}),
     ...(spec.body !== undefined ? { body: spec.body } : {}),
+    ...(spec.bodyFile !== undefined ? { body: readFileSync(spec.bodyFile) } : {}),
   })
   await res.arrayBuffer()
   return res.status
@@ -569,18 +787,20 @@ interface Wrk {
   /** Answers that were not 2xx or 3xx. */
   other: number
 }
-function wrk(port: number, spec: RequestSpec, seconds = DURATION): Promise<Wrk | undefined> {
+function wrk(port: number, spec: RequestSpec, seconds = DURATION, connections = CONNECTIONS): Promise<Wrk | undefined> {
   const script = join(DIR, `wrk-${spec.method}-${Buffer.from(spec.path).toString('hex').slice(0, 40)}.lua`)
   if (!existsSync(script)) {
     let lua = `wrk.method = "${spec.method}"\n`
     if (spec.body !== undefined) lua += `wrk.body = '${spec.body}'\n`
+    if (spec.bodyFile !== undefined)
+      lua += `local f = io.open("${spec.bodyFile}", "rb")\nwrk.body = f:read("*a")\nf:close()\n`
     for (const [k, v] of Object.entries(spec.headers ?? {})) lua += `wrk.headers["${k}"] = "${v}"\n`
     writeFileSync(script, lua)
   }
   return new Promise((resolve) => {
     const child = spawn('wrk', [
       '-t1',
-      `-c${CONNECTIONS}`,
+      `-c${connections}`,
       `-d${seconds}s`,
       '-s',
       script,
@@ -598,8 +818,14 @@ function wrk(port: number, spec: RequestSpec, seconds = DURATION): Promise<Wrk |
 }
 
 interface Cell {
+  /** Requests (or socket messages) per second. */
   rps: number[]
-  cpuMsPer1k: number[]
+  /** CPU of the peer's processes per request (or message), from /proc: any process. */
+  cpuUsPerRequest: number[]
+  /** V8 heap bytes allocated per request (or message), Node.js peers (bench/peers/meter.ts). */
+  heapBytesPerRequest: number[]
+  /** RSS of the peer's processes once the case's rounds are over. */
+  rssAfter?: number
   p50: number[]
   p99: number[]
   latencyErrors: number
@@ -609,11 +835,15 @@ const results = new Map<string, Cell>() // `${case.id}|${peer.name}`
 const cellFor = (c: Case, p: Peer) => {
   const key = `${c.id}|${p.name}`
   let cell = results.get(key)
-  if (!cell) results.set(key, (cell = { rps: [], cpuMsPer1k: [], p50: [], p99: [], latencyErrors: 0 }))
+  if (!cell)
+    results.set(
+      key,
+      (cell = { rps: [], cpuUsPerRequest: [], heapBytesPerRequest: [], p50: [], p99: [], latencyErrors: 0 }),
+    )
   return cell
 }
 
-const memory = new Map<string, { idle: number; loaded?: number; idleConns?: number }>()
+const memory = new Map<string, { idle: number; loaded?: number; idleConns?: number; later?: number }>()
 for (const p of peers) {
   const pid = p.pid()
   if (pid !== undefined && !p.noMemory && (p.port >= 0 || p.limitedPort)) memory.set(p.name, { idle: rssMb(pid) })
@@ -636,7 +866,10 @@ for (const c of cases) {
     const spec = { ...c.request, path: pathFor(p, c) }
     // One check first: a peer that answers the wrong status is reported, not measured.
     let status = 0
-    for (let i = 0; i < (c.limited ? 40 : 1); i++) status = await oneRequest(port, spec).catch(() => 0)
+    if (c.socket) {
+      const r = await socketMessages({ port, path: spec.path, headers: socketHeaders(port), seconds: 0.3, sockets: 1 })
+      status = r.failed === 0 && r.messages > 0 ? 101 : 0
+    } else for (let i = 0; i < (c.limited ? 40 : 1); i++) status = await oneRequest(port, spec).catch(() => 0)
     if (status !== c.expect) {
       cellFor(c, p).wrongStatus = `answered ${status}, expected ${c.expect}`
       continue
@@ -656,26 +889,37 @@ for (const c of cases) {
       )
     }
   }
+  /** One closed-loop run: wrk, or the socket client for Realtime. */
+  const load = async (p: Peer, port: number, seconds: number) => {
+    const spec = { ...c.request, path: pathFor(p, c) }
+    if (!c.socket) return wrk(port, spec, seconds, c.connections)
+    const r = await socketMessages({ port, path: spec.path, headers: socketHeaders(port), seconds })
+    return r.failed > 0 ? undefined : { rps: r.messagesPerSecond, requests: r.messages, other: 0 }
+  }
   if (WARMUP > 0)
     for (const [p, port] of runnable) {
-      await wrk(port, { ...c.request, path: pathFor(p, c) }, WARMUP)
+      await load(p, port, WARMUP)
       process.stderr.write(`${c.id} ${p.name}: warmed up\n`)
     }
   for (let round = 0; round < ROUNDS; round++) {
     for (const [p, port] of runnable) {
-      const spec = { ...c.request, path: pathFor(p, c) }
       const cell = cellFor(c, p)
       const pid = p.pid()!
+      const metering = p.metered ? await toggleMeter(pid, true) : undefined
       const before = cpuMs(pid)
-      const w = await wrk(port, spec)
+      const w = await load(p, port, DURATION)
       const used = cpuMs(pid) - before
+      const metered = metering ? await toggleMeter(pid, false) : undefined
       // A peer that starts refusing mid-run (a limit the case did not turn off) is reported, not measured.
       if (w && c.expect < 400 && w.other > 0) cell.wrongStatus = `${w.other} of ${w.requests} answers not 2xx or 3xx`
       if (w) {
         cell.rps.push(w.rps)
-        cell.cpuMsPer1k.push((used / w.requests) * 1000)
+        cell.cpuUsPerRequest.push((used * 1000) / w.requests)
+        if (metered) cell.heapBytesPerRequest.push(metered.heapAllocated / w.requests)
       }
-      process.stderr.write(`${c.id} ${p.name}: ${w ? Math.round(w.rps) : '-'} req/s\n`)
+      process.stderr.write(
+        `${c.id} ${p.name}: ${w ? Math.round(w.rps) : '-'} /s${metered && w ? `, ${((used * 1000) / w.requests).toFixed(1)} µs, ${(metered.heapAllocated / w.requests / 1024).toFixed(2)} KB heap each` : ''}\n`,
+      )
     }
     if (c.latency && !HALF_RATE) await latency(round, RATE)
   }
@@ -687,6 +931,10 @@ for (const c of cases) {
       caseRates.set(c.id, rate)
       for (let round = 0; round < ROUNDS; round++) await latency(round, rate)
     }
+  }
+  for (const [p] of runnable) {
+    const pid = p.pid()
+    if (pid !== undefined) cellFor(c, p).rssAfter = rssMb(pid)
   }
 }
 
@@ -704,6 +952,14 @@ for (const p of peers) {
     close()
     await sleep(200)
   }
+}
+// A minute after the load, idle: what a process keeps of what the load grew.
+const AFTER_MS = 60_000
+await sleep(AFTER_MS)
+for (const p of peers) {
+  const pid = p.pid()
+  const m = memory.get(p.name)
+  if (pid !== undefined && m?.loaded !== undefined) m.later = rssMb(pid)
 }
 stopAll()
 
@@ -735,31 +991,60 @@ lines.push(
 )
 lines.push('')
 lines.push(
-  `Max: wrk -t1 -c${CONNECTIONS}, ${DURATION} s, median of ${ROUNDS} interleaved rounds${WARMUP > 0 ? ` after ${WARMUP} s of unmeasured load per peer and case` : ''}. Latency: open loop at ${HALF_RATE ? `half of authgate's maximum in each case (${[...caseRates].map(([id, r]) => `${id}: ${thousands(r)}`).join(', ')} req/s)` : `${thousands(RATE)} req/s`} over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. CPU: user + system time of the peer's processes during the wrk run, per 1,000 answers. Ratios: max req/s over nginx's (one worker) and over the Node.js floor's (bench/peers/node-floor.ts: node:http, undici's dispatch API, a prebuilt 429) in the same case; p99 − floor: the difference of the medians.`,
+  `Max: wrk -t1 -c${CONNECTIONS} (the ${OBJECT_MB} MB objects: -c4), ${DURATION} s, median of ${ROUNDS} interleaved rounds${WARMUP > 0 ? ` after ${WARMUP} s of unmeasured load per peer and case` : ''}; Realtime: 16 sockets, 32 messages in flight on each (bench/socket-load.ts), echoed by a stand-in Realtime (bench/peers/stand-ins.ts). Latency: open loop at ${HALF_RATE ? `half of authgate's maximum in each case (${[...caseRates].map(([id, r]) => `${id}: ${thousands(r)}`).join(', ')} req/s)` : `${thousands(RATE)} req/s`} over 50 connections for ${DURATION} s (bench/load.ts; from the time each request was due), median of the rounds' p50 and p99. Per unit (a request, a MB of an object, a socket message), medians of the rounds: CPU, user + system time of the peer's processes (/proc) during the closed-loop run; heap, the bytes the V8 heap of a Node.js peer allocated in it (bench/peers/meter.ts). These two hold on a shared machine; the rates do not. Ratios: against the runtime floor (bench/peers/node-floor.ts: node:http, undici's dispatch API, a prebuilt 429, a TCP pipe for the socket) and the framework floor (bench/peers/fastify-floor.ts: the same behind a bare Fastify route); "× its floor" is against the floor the case is judged by (* runtime, † framework).`,
 )
 lines.push('')
-lines.push('| case | peer | max req/s | × nginx | × floor | p50 ms | p99 ms | p99 − floor ms | CPU ms / 1k req |')
-lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|')
-const FLOOR = FLOORS[0]!.name
+lines.push(
+  '| case | peer | max /s | × runtime floor | × framework floor | p50 ms | p99 ms | CPU µs / unit | CPU × its floor | heap KB / unit | heap × its floor | RSS MB after |',
+)
+lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|')
+const RUNTIME_FLOOR = FLOORS[0]!.name
+const FRAMEWORK_FLOOR = FLOORS[1]!.name
 for (const c of cases) {
-  const nginxCell = results.get(`${c.id}|nginx`)
-  const ref = nginxCell ? median(nginxCell.rps) : NaN
-  const floorCell = results.get(`${c.id}|${FLOOR}`)
-  const floorRps = floorCell ? median(floorCell.rps) : NaN
-  const floorP99 = floorCell ? median(floorCell.p99) : NaN
+  const per = c.unitsPerRequest ?? 1
+  const stat = (peer: string) => {
+    const cell = results.get(`${c.id}|${peer}`)
+    if (!cell || cell.wrongStatus) return undefined
+    return {
+      rate: median(cell.rps) * per,
+      cpu: median(cell.cpuUsPerRequest) / per,
+      heap: median(cell.heapBytesPerRequest) / per,
+    }
+  }
+  const runtime = stat(RUNTIME_FLOOR)
+  const framework = stat(FRAMEWORK_FLOOR)
+  const own = c.floor === 'runtime' ? runtime : framework
+  const mark = c.floor === 'runtime' ? '*' : '†'
+  const unit = c.unit === 'req' ? '/s' : c.unit === 'MB' ? 'MB/s' : 'msg/s'
   for (const p of peers) {
     const cell = results.get(`${c.id}|${p.name}`)
     if (!cell) continue
     if (cell.wrongStatus) {
-      lines.push(`| ${c.label} | ${p.name} | ${cell.wrongStatus} | | | | | | |`)
+      lines.push(`| ${c.label} | ${p.name} | ${cell.wrongStatus} | | | | | | | | | |`)
       continue
     }
-    const rps = median(cell.rps)
-    const p99 = median(cell.p99)
-    const vsFloor = p.name === FLOOR ? '' : fmt(rps / floorRps, 2)
-    const p99VsFloor = !c.latency || p.name === FLOOR ? '' : fmt(p99 - floorP99, 2)
+    const s = stat(p.name)!
+    const isFloor = p.name === RUNTIME_FLOOR || p.name === FRAMEWORK_FLOOR
+    const ratio = (x: number, y: number | undefined) => (y === undefined ? '' : fmt(x / y, 2))
     lines.push(
-      `| ${c.label} | ${p.name} | ${thousands(rps)} | ${fmt(rps / ref, 2)} | ${vsFloor} | ${c.latency ? fmt(median(cell.p50), 2) : ''} | ${c.latency ? fmt(p99, 2) + (cell.latencyErrors ? ` (${cell.latencyErrors} late/lost)` : '') : ''} | ${p99VsFloor} | ${fmt(median(cell.cpuMsPer1k), 1)} |`,
+      [
+        '',
+        c.label,
+        p.name,
+        `${c.unit === 'MB' ? fmt(s.rate, 0) : thousands(s.rate)} ${unit}`,
+        p.name === RUNTIME_FLOOR ? '' : ratio(s.rate, runtime?.rate),
+        p.name === FRAMEWORK_FLOOR ? '' : ratio(s.rate, framework?.rate),
+        c.latency ? fmt(median(cell.p50), 2) : '',
+        c.latency ? fmt(median(cell.p99), 2) + (cell.latencyErrors ? ` (${cell.latencyErrors} late/lost)` : '') : '',
+        fmt(s.cpu, 1),
+        isFloor ? '' : own === undefined ? '' : `${ratio(s.cpu, own.cpu)} ${mark}`,
+        fmt(s.heap / 1024, 2),
+        isFloor ? '' : own === undefined || !Number.isFinite(s.heap) ? '' : `${ratio(s.heap, own.heap)} ${mark}`,
+        p.noMemory || cell.rssAfter === undefined ? '' : fmt(cell.rssAfter),
+        '',
+      ]
+        .join(' | ')
+        .trim(),
     )
   }
 }
@@ -775,12 +1060,12 @@ for (const p of peers.filter((x) => x.protect)) {
 }
 lines.push('')
 lines.push(
-  `| peer | RSS idle MB | RSS after the load MB | RSS with ${thousands(IDLE)} idle keep-alive connections MB |`,
+  `| peer | RSS idle MB | RSS after the load MB | RSS with ${thousands(IDLE)} idle keep-alive connections MB | RSS a minute later, idle MB |`,
 )
-lines.push('|---|--:|--:|--:|')
+lines.push('|---|--:|--:|--:|--:|')
 for (const [name, m] of memory) {
   if (m.loaded === undefined) continue
-  lines.push(`| ${name} | ${fmt(m.idle)} | ${fmt(m.loaded)} | ${fmt(m.idleConns ?? NaN)} |`)
+  lines.push(`| ${name} | ${fmt(m.idle)} | ${fmt(m.loaded)} | ${fmt(m.idleConns ?? NaN)} | ${fmt(m.later ?? NaN)} |`)
 }
 const table = lines.join('\n')
 console.log('\n' + table)

@@ -18,6 +18,8 @@ import { requireHostHeader } from './http/host.ts'
 import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
+import { lazyChildLogger } from './observability/lazy-child-logger.ts'
+import { IdleRelease } from './core/idle-release.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
 import { WorkerMetrics } from './observability/cluster-metrics.ts'
 import { createMetrics, metricsHandler, startMetricsServer, type AppMetrics } from './observability/metrics.ts'
@@ -139,6 +141,8 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
     ajv: openApiAjvOptions(options.fastify?.ajv).ajv,
     ...timeoutOptions(config),
     logger,
+    // A request's child logger is made on its first line (most requests write none at `warn`).
+    ...(logger === false ? {} : { childLoggerFactory: options.fastify?.childLoggerFactory ?? lazyChildLogger }),
     // One line per request, written by src/observability/request-log.ts.
     logController: new AuthgateLogController(),
     // The id comes from a trusted proxy's header or is generated (never `req-1`, `req-2`, ...).
@@ -219,6 +223,10 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   }
   app.addHook('onListen', async () => readiness.start())
   app.addHook('onClose', () => readiness.close())
+  // Memory a load grew is given back once the process is idle again (src/core/idle-release.ts).
+  const idleRelease = new IdleRelease()
+  app.addHook('onListen', async () => idleRelease.start())
+  app.addHook('onClose', async () => idleRelease.stop())
   const hidden = { schema: { hide: true } }
   if (config.livenessPath !== false) {
     claimPath(app, 'AUTHGATE_LIVENESS_PATH', config.livenessPath)

@@ -5,17 +5,37 @@
  * logs). Not a peer anyone would deploy: it shows how much of authgate's cost is the runtime itself.
  *
  *   node bench/peers/node-floor.ts <port> <limited port> <backend port>
+ *                              [<storage port> <socket port> <socket upstream port>]
  *
  * On <port> every request is forwarded (the `/auth` or `/rest/v1` prefix dropped) and the answer relayed with its
- * status and headers; on <limited port> every request gets a prebuilt 429, as a client over its limit.
+ * status and headers (Storage's objects, to <storage port>, streamed both ways); on <limited port> every request gets a
+ * prebuilt 429, as a client over its limit. On <socket port>, when given, every connection is piped
+ * byte for byte to <socket upstream port>: the floor of a WebSocket relay (Realtime's socket), TCP
+ * and nothing else, the handshake included.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { connect, createServer as createTcpServer } from 'node:net'
 import { Pool, type Dispatcher } from 'undici'
-import { backendPath, Relay } from './floor-relay.ts'
+import { backendPath, Relay, streamed, StreamingRelay } from './floor-relay.ts'
 
-const [port, limitedPort, backendPort] = process.argv.slice(2).map(Number)
+const [port, limitedPort, backendPort, storagePort, socketPort, socketUpstreamPort] = process.argv.slice(2).map(Number)
 const pool = new Pool(`http://127.0.0.1:${backendPort}`, { connections: 64, pipelining: 1 })
+const storagePool = new Pool(`http://127.0.0.1:${storagePort ?? backendPort}`, { connections: 64, pipelining: 1 })
 createServer((req: IncomingMessage, res: ServerResponse) => {
+  const url = req.url ?? '/'
+  if (streamed(url)) {
+    const length = req.headers['content-length']
+    storagePool.dispatch(
+      {
+        method: req.method as Dispatcher.HttpMethod,
+        path: backendPath(url),
+        headers: length !== undefined ? ['content-length', length] : [],
+        body: length !== undefined && length !== '0' ? req : null,
+      },
+      new StreamingRelay(res),
+    )
+    return
+  }
   const chunks: Buffer[] = []
   req.on('data', (c: Buffer) => chunks.push(c))
   req.on('end', () => {
@@ -40,3 +60,16 @@ createServer((req, res) => {
     .writeHead(429, { 'content-type': 'application/json', 'content-length': DENIED.length, 'retry-after': '10' })
     .end(DENIED)
 }).listen(limitedPort, '127.0.0.1')
+
+if (socketPort !== undefined && socketUpstreamPort !== undefined && !Number.isNaN(socketPort)) {
+  createTcpServer((client) => {
+    const upstream = connect(socketUpstreamPort, '127.0.0.1')
+    client.setNoDelay(true)
+    upstream.setNoDelay(true)
+    client.pipe(upstream).pipe(client)
+    client.on('error', () => upstream.destroy())
+    upstream.on('error', () => client.destroy())
+    client.on('close', () => upstream.destroy())
+    upstream.on('close', () => client.destroy())
+  }).listen(socketPort, '127.0.0.1')
+}

@@ -6,6 +6,7 @@ import type { BackendExchange } from '../core/backend-timing.ts'
 import type { MetricsSource } from './cluster-metrics.ts'
 import type { Readiness } from './health.ts'
 import { RequestSeries, type RouteSeries } from './request-series.ts'
+import { routeUrl } from './route-url.ts'
 
 // Not `import { createServer } from 'node:http'`: an ESM import of node:http reads every export,
 // including its lazy WebSocket getters, which load Node.js's bundled undici (about 13 MB resident).
@@ -203,14 +204,14 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
 
   // Callback style: no promise and microtask per request.
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
-    requests.of(request.routeOptions.url ?? '', request.method).observe(reply.statusCode, reply.elapsedTime / 1000)
+    requests.of(routeUrl(request) ?? '', request.method).observe(reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
   return {
     registry,
     requestSeries: (route, method) => requests.of(route, method),
     observeBackend(request, exchange) {
-      const route = request.routeOptions.url ?? ''
+      const route = routeUrl(request) ?? ''
       if (exchange.error !== undefined) backendErrors.inc({ kind: exchange.error })
       // A relay failure has already been timed at its response head.
       if (exchange.error === 'relay') return

@@ -4,6 +4,7 @@ import pino from 'pino'
 import { clientIp } from '../proxy/client-ip.ts'
 import { backendOf } from '../core/backend-timing.ts'
 import { redactUrl } from './redact.ts'
+import { routeUrl } from './route-url.ts'
 
 /** The reason of one of authgate's own errors, from the body `sendError` wrote; never a body excerpt. */
 function errorReason(code: string, payload: unknown): string | undefined {
@@ -116,7 +117,7 @@ export function registerRequestLog(app: FastifyInstance, options: RequestLogOpti
     const code = reply.getHeader('x-sb-error-code')
     const line: Record<string, unknown> = {
       method: request.method,
-      route: request.routeOptions.url ?? null,
+      route: routeUrl(request) ?? null,
       url: redactUrl(url),
       status,
       durationMs: round(reply.elapsedTime),

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { attachSpan, spanOf, type BackendTracer } from '../core/trace-event.ts'
 import { peerIsTrusted, trustedPeers } from './request-id.ts'
 import { clientIp } from '../proxy/client-ip.ts'
+import { routeUrl } from './route-url.ts'
 
 /**
  * OpenTelemetry traces, off unless AUTHGATE_TRACING=otlp: a server span per request that reaches
@@ -58,7 +59,7 @@ export async function installTracing(app: FastifyInstance, options: TracingOptio
     const parent: Context = trusted(request.raw.socket?.remoteAddress)
       ? propagator.extract(api.ROOT_CONTEXT, request.headers, headerGetter)
       : api.ROOT_CONTEXT
-    const route = request.routeOptions.url
+    const route = routeUrl(request)
     const span = tracer.startSpan(
       route === undefined ? request.method : `${request.method} ${route}`,
       {

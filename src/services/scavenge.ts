@@ -1,27 +1,8 @@
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
+import { collector } from '../core/collector.ts'
 
 /** Bytes relayed between two young-generation collections. */
 export const SCAVENGE_EVERY_BYTES = 8 * 1024 * 1024
 
-type Collect = (options: { type: 'minor' }) => void
-
-/**
- * The collector's entry point, taken once: `--expose-gc` is on only while a fresh context is made
- * (the function lives on in that context), so no other context of the host process gains a `gc`.
- */
-function takeCollector(): Collect | undefined {
-  try {
-    setFlagsFromString('--expose-gc')
-    return runInNewContext('gc') as Collect
-  } catch {
-    return undefined
-  } finally {
-    setFlagsFromString('--no-expose-gc')
-  }
-}
-
-let collect: Collect | undefined | null = null
 let since = 0
 
 /**
@@ -37,6 +18,5 @@ export function relayed(bytes: number): void {
   since += bytes
   if (since < SCAVENGE_EVERY_BYTES) return
   since = 0
-  if (collect === null) collect = takeCollector()
-  collect?.({ type: 'minor' })
+  collector()?.({ type: 'minor' })
 }
