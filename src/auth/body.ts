@@ -326,9 +326,6 @@ function bodyReader(route: AuthRoute) {
       return
     }
     if ('undecodable' in read) return refuseUndecodable(request, reply, route, read.undecodable)
-    // A route whose refusals have RFC 6749's shape (`/oauth/token`) refuses a body so too.
-    if (route.oauthErrors === true && (read.refused === 'validation_failed' || read.refused === 'bad_json'))
-      return sendError(request, reply, { code: 'invalid_request', status: 400, message: read.message })
     return sendError(request, reply, read.refused, read.message)
   }
 }
