@@ -612,6 +612,9 @@ export const TOOL_VARIABLES: readonly string[] = [
   'AUTHGATE_E2E_SCREENSHOTS',
   // npm test: how many test files run at a time (scripts/test.ts).
   'AUTHGATE_TEST_CONCURRENCY',
+  // test/oracle/oracle.test.ts and npm run fuzz: the seed and the number of generated requests.
+  'AUTHGATE_ORACLE_SEED',
+  'AUTHGATE_ORACLE_RUNS',
 ]
 
 /** The variable's value, or the setting's default when unset or blank. */

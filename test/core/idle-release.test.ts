@@ -45,15 +45,13 @@ test("V8's reducing collection shrinks a young generation a load grew", (t) => {
   const collect = collector()
   if (collect === undefined) return t.skip('V8 refuses --expose-gc here')
   const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size
-  // Allocation that survives a few collections grows the young generation, as a load does.
-  let kept = 0
+  // Allocation that survives a few collections grows the young generation, as a load does (in the
+  // shared test process another file's work may have grown it already).
   for (let round = 0; round < 400 && newSpace() <= GROWN_NEW_SPACE_BYTES; round++) {
     const keep: object[] = []
     for (let i = 0; i < 20_000; i++) keep.push({ i, s: `item ${i}` })
-    kept += keep.length
   }
-  assert.ok(kept > 0)
-  if (newSpace() <= GROWN_NEW_SPACE_BYTES) return t.skip('V8 did not grow the young generation')
+  assert.ok(newSpace() > GROWN_NEW_SPACE_BYTES, `young generation ${newSpace()} bytes after the load`)
   const release = new IdleRelease({ utilization: () => 0, collect })
   for (let i = 1; i < IDLE_CHECKS; i++) release.check()
   assert.equal(release.check(), true)
