@@ -756,8 +756,10 @@ describe('signed out elsewhere: the cookie session ends here too', { skip: backe
   })
 })
 
-describe('identity linking with the cookie leads only to a cookie', { skip: backendMissing }, () => {
+describe('identity linking with the cookie leads only to a cookie, in Chromium', { skip: browserMissing }, () => {
   let stack: Stack
+  let browser: Browser
+  let page: Page
 
   before(async () => {
     stack = await startStack({
@@ -765,104 +767,134 @@ describe('identity linking with the cookie leads only to a cookie', { skip: back
       sessions: { mode: 'on', keys: [{ id: 'k1', key: randomBytes(32) }] },
       extraEnv: { GOTRUE_SECURITY_MANUAL_LINKING_ENABLED: 'true' },
     })
+    browser = await launchChromium()
   })
-  after(() => stack?.stop())
+  after(async () => {
+    await browser?.close()
+    await stack?.stop()
+  })
 
-  it('without PKCE it is refused before Supabase Auth; with PKCE Supabase Auth starts it', async () => {
-    const up = await fetch(`${stack.url}/auth/signup`, {
+  /** A page on authgate's origin, signed up there: the browser holds the cookie and sends its own headers. */
+  async function signedUpPage(email: string): Promise<Page> {
+    page = await (await browser.newContext()).newPage()
+    await page.goto(`${stack.publicOrigin}/auth/settings`)
+    const up = await send('/auth/signup', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: `linking-${Date.now()}@example.com`, password: PASSWORD }),
+      body: JSON.stringify({ email, password: PASSWORD }),
     })
-    assert.equal(up.status, 200, await up.text())
-    const cookie = up.headers.get('set-cookie')!.split(';')[0]!
-    const headers = { cookie, 'sec-fetch-site': 'same-origin' }
-    const implicit = await fetch(
-      `${stack.url}/auth/user/identities/authorize?provider=github&skip_http_redirect=true`,
-      {
-        headers,
+    assert.equal(up.status, 200, up.text)
+    return page
+  }
+  /** A request the page makes with fetch (same origin: the cookie goes with it). */
+  const send = (path: string, init: Record<string, unknown> = {}) =>
+    page.evaluate(
+      async ([p, i]) => {
+        const res = await fetch(p, i as RequestInit)
+        return { status: res.status, text: await res.text() }
       },
+      [path, init] as const,
     )
-    assert.equal(implicit.status, 403)
-    assert.equal(((await implicit.json()) as { error_code: string }).error_code, 'session_cookie_refused')
-    const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')
-    const pkce = await fetch(
-      `${stack.url}/auth/user/identities/authorize?provider=github&skip_http_redirect=true&code_challenge=${challenge}&code_challenge_method=s256`,
-      { headers },
-    )
-    const text = await pkce.text()
-    assert.equal(pkce.status, 200, text)
-    assert.match((JSON.parse(text) as { url: string }).url, /^https:\/\/github\.com\/login\/oauth\/authorize\?/)
+  const errorCode = (answer: { text: string }) => (JSON.parse(answer.text) as { error_code: string }).error_code
+
+  it('without PKCE it is refused before Supabase Auth; with PKCE Supabase Auth starts it', async () => {
+    await signedUpPage(`linking-${Date.now()}@example.com`)
+    try {
+      const implicit = await send('/auth/user/identities/authorize?provider=github&skip_http_redirect=true')
+      assert.equal(implicit.status, 403)
+      assert.equal(errorCode(implicit), 'session_cookie_refused')
+      const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')
+      const pkce = await send(
+        `/auth/user/identities/authorize?provider=github&skip_http_redirect=true&code_challenge=${challenge}&code_challenge_method=s256`,
+      )
+      assert.equal(pkce.status, 200, pkce.text)
+      assert.match((JSON.parse(pkce.text) as { url: string }).url, /^https:\/\/github\.com\/login\/oauth\/authorize\?/)
+    } finally {
+      await page.context().close()
+    }
   })
 
   it('the challenge is the one Supabase Auth reads: a pair Go drops is no PKCE, an encoded name is', async () => {
     const email = `linking-query-${Date.now()}@example.com`
-    const up = await fetch(`${stack.url}/auth/signup`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password: PASSWORD }),
-    })
-    assert.equal(up.status, 200, await up.text())
-    const cookie = up.headers.get('set-cookie')!.split(';')[0]!
-    // The real token, from Supabase Auth itself: what it does with each query, with no authgate in between.
-    const direct = await fetch(`${stack.backend.url}/token?grant_type=password`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password: PASSWORD }),
-    })
-    const { access_token: real } = (await direct.json()) as { access_token: string }
-    const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')
-    const linkUrl = (base: string, query: string) =>
-      `${base}/user/identities/authorize?provider=github&skip_http_redirect=true&${query}`
-    /** Whether Supabase Auth started the PKCE flow: the flow state its `state` names holds the challenge. */
-    const flow = async (res: Response) => {
-      const text = await res.text()
-      assert.equal(res.status, 200, text)
-      const state = new URL((JSON.parse(text) as { url: string }).url).searchParams.get('state') ?? ''
-      assert.match(state, /^[0-9a-f-]{36}$/)
-      const stored = await runPsql(
-        postgresTarget(),
-        stack.backend.database,
-        `SELECT coalesce(code_challenge, '') FROM auth.flow_state WHERE id = '${state}'`,
-      )
-      return stored === challenge ? 'pkce' : stored === '' ? 'implicit' : `another challenge: ${stored}`
-    }
-    const refusedQueries = [
-      `code_challenge=${challenge};`,
-      `code_challenge=${challenge}%`,
-      `code_challenge=%zz${challenge}`,
-      `code_challenge%3D${challenge}`,
-      `code_challenge=${challenge};&code_challenge=`,
-    ]
-    for (const query of refusedQueries) {
-      // Supabase Auth reads no challenge there: with the real token it starts the implicit flow,
-      // whose callback puts the tokens in the page's URL (with a method and no challenge it
-      // answers 400 instead).
-      assert.equal(
-        await flow(await fetch(linkUrl(stack.backend.url, query), { headers: { authorization: `Bearer ${real}` } })),
-        'implicit',
-        query,
-      )
-      const res = await fetch(linkUrl(`${stack.url}/auth`, query), {
-        headers: { cookie, 'sec-fetch-site': 'same-origin' },
+    await signedUpPage(email)
+    try {
+      // The real token, from Supabase Auth itself: what it does with each query, with no authgate in between.
+      const direct = await fetch(`${stack.backend.url}/token?grant_type=password`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: PASSWORD }),
       })
-      assert.equal(res.status, 403, query)
-      assert.equal(((await res.json()) as { error_code: string }).error_code, 'session_cookie_refused', query)
+      const { access_token: real } = (await direct.json()) as { access_token: string }
+      const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url')
+      const linkUrl = (base: string, query: string) =>
+        `${base}/user/identities/authorize?provider=github&skip_http_redirect=true&${query}`
+      /** Whether Supabase Auth started the PKCE flow: the flow state its `state` names holds the challenge. */
+      const flow = async (answer: { status: number; text: string }) => {
+        assert.equal(answer.status, 200, answer.text)
+        const state = new URL((JSON.parse(answer.text) as { url: string }).url).searchParams.get('state') ?? ''
+        assert.match(state, /^[0-9a-f-]{36}$/)
+        const stored = await runPsql(
+          postgresTarget(),
+          stack.backend.database,
+          `SELECT coalesce(code_challenge, '') FROM auth.flow_state WHERE id = '${state}'`,
+        )
+        return stored === challenge ? 'pkce' : stored === '' ? 'implicit' : `another challenge: ${stored}`
+      }
+      const directly = async (query: string) => {
+        const res = await fetch(linkUrl(stack.backend.url, query), { headers: { authorization: `Bearer ${real}` } })
+        return { status: res.status, text: await res.text() }
+      }
+      const refusedQueries = [
+        `code_challenge=${challenge};`,
+        `code_challenge=${challenge}%`,
+        `code_challenge=%zz${challenge}`,
+        `code_challenge%3D${challenge}`,
+        `code_challenge=${challenge};&code_challenge=`,
+      ]
+      for (const query of refusedQueries) {
+        // Supabase Auth reads no challenge there: with the real token it starts the implicit flow,
+        // whose callback puts the tokens in the page's URL (with a method and no challenge it
+        // answers 400 instead).
+        assert.equal(await flow(await directly(query)), 'implicit', query)
+        const answer = await send(linkUrl('/auth', query))
+        assert.equal(answer.status, 403, query)
+        assert.equal(errorCode(answer), 'session_cookie_refused', query)
+      }
+      for (const query of [
+        `code%5Fchallenge=${challenge}&code_challenge_method=s256`,
+        `code_challenge=%zz&code_challenge=${challenge}&code_challenge_method=s256`,
+        `code_challenge=${challenge}&code_challenge=&code_challenge_method=s256`,
+      ]) {
+        assert.equal(await flow(await directly(query)), 'pkce', query)
+        assert.equal(await flow(await send(linkUrl('/auth', query))), 'pkce', query)
+      }
+    } finally {
+      await page.context().close()
     }
-    for (const query of [
-      `code%5Fchallenge=${challenge}&code_challenge_method=s256`,
-      `code_challenge=%zz&code_challenge=${challenge}&code_challenge_method=s256`,
-      `code_challenge=${challenge}&code_challenge=&code_challenge_method=s256`,
-    ]) {
-      assert.equal(
-        await flow(await fetch(linkUrl(stack.backend.url, query), { headers: { authorization: `Bearer ${real}` } })),
-        'pkce',
-        query,
-      )
-      const res = await fetch(linkUrl(`${stack.url}/auth`, query), {
-        headers: { cookie, 'sec-fetch-site': 'same-origin' },
+  })
+
+  it("the page's refresh is the grant Go reads: `grant_type=%zz&grant_type=refresh_token` refreshes through the cookie", async () => {
+    const email = `linking-refresh-${Date.now()}@example.com`
+    await signedUpPage(email)
+    try {
+      const signIn = await send('/auth/token?grant_type=password', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: PASSWORD }),
       })
-      assert.equal(await flow(res), 'pkce', query)
+      assert.equal(signIn.status, 200, signIn.text)
+      const { refresh_token: standIn } = JSON.parse(signIn.text) as { refresh_token: string }
+      // Go drops `grant_type=%zz` and reads refresh_token: authgate refreshes with the real token
+      // (Supabase Auth would refuse the stand-in) and answers the same stand-in.
+      const refreshed = await send('/auth/token?grant_type=%zz&grant_type=refresh_token', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ refresh_token: standIn }),
+      })
+      assert.equal(refreshed.status, 200, refreshed.text)
+      assert.equal((JSON.parse(refreshed.text) as { refresh_token: string }).refresh_token, standIn)
+    } finally {
+      await page.context().close()
     }
   })
 })

@@ -825,36 +825,6 @@ describe('cookie sessions with AUTHGATE_SESSION_OAUTH_CONSENT set (a consent pag
     }
   })
 
-  it("the page's refresh is told by the grant_type Supabase Auth reads", async () => {
-    h.backend.handler = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' })
-      res.end(`{"access_token":"a${Date.now()}","refresh_token":"r2","expires_in":3600,"user":{"id":"u"}}`)
-    }
-    const signIn = await h.app.inject({
-      method: 'POST',
-      url: '/auth/token?grant_type=password',
-      headers: { 'content-type': 'application/json', host: HOST },
-      payload: '{"email":"a@example.com","password":"secret123"}',
-    })
-    const cookie = cookieOf(signIn).split(';')[0]!
-    const { refresh_token: standIn } = signIn.json() as { refresh_token: string }
-    const stored = await h.app.authgate.sessions!.sessions.load(cookie.split('=')[1]!)
-    h.backend.requests.length = 0
-    // Go drops `grant_type=%zz` and reads refresh_token: authgate refreshes, the stand-in is never sent.
-    const res = await h.app.inject({
-      method: 'POST',
-      url: '/auth/token?grant_type=%zz&grant_type=refresh_token',
-      headers: { 'content-type': 'application/json', host: HOST, cookie, origin: OWN },
-      payload: JSON.stringify({ refresh_token: standIn }),
-    })
-    assert.equal(res.statusCode, 200, res.body)
-    assert.equal((res.json() as { refresh_token: string }).refresh_token, standIn)
-    assert.deepEqual(
-      h.backend.requests.map((r) => [r.target, JSON.parse(r.body.toString()).refresh_token]),
-      [['/token?grant_type=refresh_token', stored!.session.refreshToken]],
-    )
-  })
-
   it('the document names the refusal on the consent routes', async () => {
     const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
       paths: Record<string, Record<string, { responses: Record<string, unknown> }>>
