@@ -4,9 +4,9 @@ import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { test } from 'node:test'
-import { maskedTextFrame } from '../../src/sessions/socket-swap.ts'
 import { StandIns } from '../../src/sessions/stand-ins.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
+import { chromiumUnavailableReason, launchChromium } from '../../e2e/support/chromium.ts'
 import { ANON, PUBLISHABLE, withServices } from './support.ts'
 
 interface SocketUpstream {
@@ -404,61 +404,84 @@ test('a socket handshake with no Host, or a Host holding a list, is refused 400 
   }
 })
 
-test('with cookie sessions, a stand-in the socket cannot swap is not sent on: the socket closes with 1008', async () => {
-  const up = await startSocketUpstream()
-  const key = { id: 'k1', key: randomBytes(32) }
-  const h = await withServices({ urls: { realtime: up.url } }, {}, { sessions: { mode: 'on', keys: [key] } })
-  h.upstream.handler = (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' })
-    res.end('{"access_token":"real-access","refresh_token":"real-refresh","expires_in":3600,"user":{"id":"u"}}')
-  }
-  const signIn = await fetch(`${h.url}/auth/token?grant_type=password`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: '{"email":"a@example.com","password":"secret123"}',
-  })
-  const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
-  const standIn = ((await signIn.json()) as { access_token: string }).access_token
-  const active = (await h.app.authgate.sessions!.sessions.load(cookie.split('=')[1]!))!
-  const stale = new StandIns([{ id: 'ka', key: randomBytes(32) }]).access(active.handle, 'real-access', 9_999_999_999)
-  const join = (token: string, ref: string) =>
-    maskedTextFrame(JSON.stringify([ref, ref, 'realtime:room', 'phx_join', { config: {}, access_token: token }]))
-  const open = () =>
-    handshake(
-      Number(new URL(h.url).port),
-      `/realtime/v1/websocket?apikey=${PUBLISHABLE}&vsn=2.0.0`,
-      `Cookie: ${cookie}\r\nOrigin: http://api.example.test\r\n`,
-    )
-  try {
-    // A stand-in of the session is swapped: Realtime gets the real token.
-    const client = await open()
-    assert.match(client.head, / 101 /)
-    client.socket.write(join(standIn, '1'))
-    await until(() => clientTexts(Buffer.concat(up.received)).length === 1)
-    assert.equal(JSON.parse(clientTexts(Buffer.concat(up.received))[0]!)[4].access_token, 'real-access')
-    const sent = Buffer.concat(up.received).length
-    // Then one made under a key no longer configured, and a message after it: neither reaches
-    // Realtime; the client gets a close frame 1008 naming the fault, and the socket ends.
-    client.socket.write(Buffer.concat([join(stale, '2'), join(standIn, '3')]))
-    await client.closed
-    assert.equal(Buffer.concat(up.received).length, sent, 'nothing more reached Realtime')
-    const tail = client.received().subarray(client.received().lastIndexOf(0x88))
-    assert.equal(tail.readUInt16BE(2), 1008)
-    assert.equal(tail.subarray(4).toString(), 'stand-in token refused: retired')
-    // Another session's stand-in (valid key) is refused the same way, as the HTTP routes refuse it.
-    const other = await open()
-    const foreign = new StandIns([key]).access('another-handle', 'real-access', 9_999_999_999)
-    const before = Buffer.concat(up.received).length
-    other.socket.write(join(foreign, '1'))
-    await other.closed
-    assert.equal(Buffer.concat(up.received).length, before)
-    const last = other.received().subarray(other.received().lastIndexOf(0x88))
-    assert.equal(last.subarray(4).toString(), 'stand-in token refused: other_session')
-  } finally {
-    await h.close()
-    await up.close()
-  }
-})
+test(
+  'with cookie sessions, a stand-in the socket cannot swap is not sent on: the socket closes with 1008 (a page in Chromium)',
+  { skip: (await chromiumUnavailableReason()) ?? false, timeout: 120_000 },
+  async () => {
+    const up = await startSocketUpstream()
+    const key = { id: 'k1', key: randomBytes(32) }
+    const h = await withServices({ urls: { realtime: up.url } }, {}, { sessions: { mode: 'on', keys: [key] } })
+    h.upstream.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"access_token":"real-access","refresh_token":"real-refresh","expires_in":3600,"user":{"id":"u"}}')
+    }
+    // localhost, not 127.0.0.1: the page's origin is the one its Host names, and the cookie is `__Host-`.
+    const origin = `http://localhost:${new URL(h.url).port}`
+    const browser = await launchChromium()
+    try {
+      const context = await browser.newContext()
+      const page = await context.newPage()
+      await page.goto(`${origin}/auth/settings`)
+      // The page signs in: the browser keeps the cookie, the page gets a stand-in.
+      const standIn = (await page.evaluate(async () => {
+        const res = await fetch('/auth/token?grant_type=password', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"email":"a@example.com","password":"secret123"}',
+        })
+        return ((await res.json()) as { access_token: string }).access_token
+      })) as string
+      const cookie = (await context.cookies(origin)).find((c) => c.name.endsWith('authgate-session'))!
+      const active = (await h.app.authgate.sessions!.sessions.load(cookie.value))!
+      const stale = new StandIns([{ id: 'ka', key: randomBytes(32) }]).access(
+        active.handle,
+        'real-access',
+        9_999_999_999,
+      )
+      const foreign = new StandIns([key]).access('another-handle', 'real-access', 9_999_999_999)
+      /** Opens the socket from the page, sends a join per token once open; the close code and reason. */
+      const socket = (tokens: string[]) =>
+        page.evaluate(
+          ([url, list]) =>
+            new Promise<{ code: number; reason: string }>((resolve) => {
+              const ws = new WebSocket(url)
+              ws.onopen = () =>
+                list.forEach((token, i) =>
+                  ws.send(
+                    JSON.stringify([
+                      `${i + 1}`,
+                      `${i + 1}`,
+                      'realtime:room',
+                      'phx_join',
+                      { config: {}, access_token: token },
+                    ]),
+                  ),
+                )
+              ws.onclose = (event) => resolve({ code: event.code, reason: event.reason })
+            }),
+          [`${origin.replace('http', 'ws')}/realtime/v1/websocket?apikey=${PUBLISHABLE}&vsn=2.0.0`, tokens] as const,
+        )
+      // A stand-in of the session is swapped: Realtime gets the real token. Then one made under a
+      // key no longer configured, and a message after it: neither reaches Realtime, and the page's
+      // socket closes with 1008 naming the fault.
+      const retired = await socket([standIn, stale, standIn])
+      assert.equal(up.handshakes.length, 1)
+      assert.equal(up.handshakes[0]!.headers.origin, origin)
+      const texts = clientTexts(Buffer.concat(up.received))
+      assert.equal(texts.length, 1, 'nothing after the refused stand-in reached Realtime')
+      assert.equal(JSON.parse(texts[0]!)[4].access_token, 'real-access')
+      assert.deepEqual(retired, { code: 1008, reason: 'stand-in token refused: retired' })
+      // Another session's stand-in (valid key) is refused the same way, as the HTTP routes refuse it.
+      const before = Buffer.concat(up.received).length
+      assert.deepEqual(await socket([foreign]), { code: 1008, reason: 'stand-in token refused: other_session' })
+      assert.equal(Buffer.concat(up.received).length, before)
+    } finally {
+      await browser.close()
+      await h.close()
+      await up.close()
+    }
+  },
+)
 
 test('a per-client limit on the socket route counts handshakes: past it 429 in our shape with Retry-After, Realtime not asked', async () => {
   const up = await startSocketUpstream()
