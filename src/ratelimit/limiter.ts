@@ -223,14 +223,25 @@ export function createRateLimiter(
   const unavailable = (request: FastifyRequest, reply: FastifyReply) =>
     sendError(request, reply, 'over_request_rate_limit', UNAVAILABLE_MESSAGE, { 'Retry-After': '1' })
 
-  function hookFor(method: string, template: string): RateLimitHook | undefined {
-    const policy = config.routes.get(routeKey(method, template))
-    if (!policy) return undefined
-    const bucket = bucketName(template) + '|'
-    const policyValue = policyHeader(policy)
-    const prefixLength = config.ipv6PrefixLength
+  /** A route's per-client limit, as the hook, the early refusal and the socket handshake read it. */
+  function clientLimitOf(method: string, template: string) {
     const route = routeKey(method, template)
-    const deniedKey = `client\t${route}`
+    const policy = config.routes.get(route)
+    if (!policy) return undefined
+    return {
+      policy,
+      bucket: bucketName(template) + '|',
+      policyValue: policyHeader(policy),
+      prefixLength: config.ipv6PrefixLength,
+      route,
+      deniedKey: `client\t${route}`,
+    }
+  }
+
+  function hookFor(method: string, template: string): RateLimitHook | undefined {
+    const limit = clientLimitOf(method, template)
+    if (!limit) return undefined
+    const { policy, bucket, policyValue, prefixLength, route, deniedKey } = limit
 
     const deny = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => {
       denied('client', route, deniedKey)
@@ -468,15 +479,11 @@ export function createRateLimiter(
   }
 
   function earlyDeciderFor(method: string, template: string): EarlyDecider | undefined {
-    const policy = config.routes.get(routeKey(method, template))
+    const limit = clientLimitOf(method, template)
     // A store in the process decides every request here; a shared one answers only the refusals
     // it already knows, and the rest go on to the hook and its round trip.
-    if (!policy || (!store.takeSync && !store.cachedDenial)) return undefined
-    const bucket = bucketName(template) + '|'
-    const policyValue = policyHeader(policy)
-    const prefixLength = config.ipv6PrefixLength
-    const route = routeKey(method, template)
-    const deniedKey = `client\t${route}`
+    if (!limit || (!store.takeSync && !store.cachedDenial)) return undefined
+    const { policy, bucket, policyValue, prefixLength, route, deniedKey } = limit
     // The same headers as deniedHeaders, flat: the constant ones once per route, the rest per answer.
     const fixed = (current: boolean) => [
       'vary',
@@ -516,13 +523,9 @@ export function createRateLimiter(
   }
 
   function rawDeciderFor(method: string, template: string): RawDecider | undefined {
-    const policy = config.routes.get(routeKey(method, template))
-    if (!policy) return undefined
-    const bucket = bucketName(template) + '|'
-    const policyValue = policyHeader(policy)
-    const prefixLength = config.ipv6PrefixLength
-    const route = routeKey(method, template)
-    const deniedKey = `client\t${route}`
+    const limit = clientLimitOf(method, template)
+    if (!limit) return undefined
+    const { policy, bucket, policyValue, prefixLength, route, deniedKey } = limit
     const unavailableAnswer = errorResponse(
       { code: 'over_request_rate_limit', message: UNAVAILABLE_MESSAGE, headers: { 'Retry-After': '1' } },
       true,
