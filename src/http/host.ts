@@ -1,18 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { sendError } from '../errors.ts'
-
-/** Whether a raw header list (`[name, value, ...]`) names `Host` more than once. */
-export function repeatsHost(rawHeaders: readonly string[]): boolean {
-  let seen = false
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!
-    // Length first: one comparison for nearly every other name.
-    if (name.length !== 4 || name.toLowerCase() !== 'host') continue
-    if (seen) return true
-    seen = true
-  }
-  return false
-}
+import { repeatsHeader } from './repeated-header.ts'
 
 /**
  * Why a request's `Host` headers are refused, or undefined when there is exactly one that can be a
@@ -30,7 +18,7 @@ export function hostFault(req: {
     return req.httpVersionMajor === 1 && req.httpVersionMinor >= 1
       ? 'An HTTP/1.1 request must carry a Host header'
       : undefined
-  if (host.includes(',') || repeatsHost(req.rawHeaders)) return 'A request must carry one Host header'
+  if (host.includes(',') || repeatsHeader(req.rawHeaders, 'host')) return 'A request must carry one Host header'
   return undefined
 }
 

@@ -1,4 +1,5 @@
 import type { onRequestHookHandler } from 'fastify'
+import { repeatsHeader } from '../http/repeated-header.ts'
 import { sendServiceError } from './errors.ts'
 
 /**
@@ -9,15 +10,11 @@ import { sendServiceError } from './errors.ts'
  * any case of the names (`Authorization` and `authorization` are one header).
  */
 export function repeatedCredential(rawHeaders: readonly string[]): string | undefined {
-  let authorization = 0
-  let apikey = 0
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!
-    // Length first: one comparison for nearly every other name.
-    if (name.length === 13 && name.toLowerCase() === 'authorization') authorization++
-    else if (name.length === 6 && name.toLowerCase() === 'apikey') apikey++
-  }
-  const repeated = authorization > 1 ? 'Authorization' : apikey > 1 ? 'apikey' : undefined
+  const repeated = repeatsHeader(rawHeaders, 'authorization')
+    ? 'Authorization'
+    : repeatsHeader(rawHeaders, 'apikey')
+      ? 'apikey'
+      : undefined
   return repeated === undefined ? undefined : `A request to a service must carry one ${repeated} header`
 }
 
