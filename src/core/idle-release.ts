@@ -3,13 +3,14 @@ import { getHeapSpaceStatistics } from 'node:v8'
 import { collector, type Collect } from './collector.ts'
 
 /** How often the process looks whether a load is over. */
-export const IDLE_CHECK_MS = 10_000
+export const IDLE_CHECK_MS = 5_000
 /**
- * Checks in a row that must find the loop idle: a minute. The reducing collection also drops V8's
- * compiled code, so a process whose load only pauses (the bench's interleaved rounds, a quiet
- * half-minute) must not pay a warm-up again after each pause.
+ * Checks in a row that must find the loop idle: 45 s, so that the memory is back a minute after a
+ * load ends whatever the checks' phase (the collection comes 45–50 s after the last busy moment).
+ * The reducing collection also drops V8's compiled code, so a process whose load only pauses (the
+ * bench's interleaved rounds, a quiet half-minute) must not pay a warm-up again after each pause.
  */
-export const IDLE_CHECKS = 6
+export const IDLE_CHECKS = 9
 /** Below this share of the last check's time spent running, the process is idle. */
 export const IDLE_UTILIZATION = 0.02
 /** A young generation above this size (V8 starts it at 1–2 MiB) was grown by a load. */
@@ -44,10 +45,11 @@ function utilizationSince(): () => number {
  * a collection frees stay pooled in the process: RSS after a load stayed 60–70 MiB above idle for as
  * long as the process lived. When a check finds the event loop idle and the young generation grown,
  * one memory-reducing full collection shrinks the young generation and returns the pooled pages (a
- * few tens of milliseconds, at a moment nothing is waiting). Only after a minute of idleness: that
- * collection drops V8's compiled code too, and a process whose load had only paused measured twice
- * the CPU per request while it warmed up again. Once per load: the young generation is small again
- * after it.
+ * few tens of milliseconds, at a moment nothing is waiting). Only after 45 s of idleness: that
+ * collection drops V8's compiled code too, and a process whose load had only paused (for 10 s in
+ * D145's first form) measured twice the CPU per request while it warmed up again; 45 s is past any
+ * such pause and leaves the collection done within a minute of the load's end. Once per load: the
+ * young generation is small again after it.
  */
 export class IdleRelease {
   readonly #sources: IdleReleaseSources
