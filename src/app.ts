@@ -24,7 +24,7 @@ import { Readiness, livenessHandler, readinessHandler } from './observability/he
 import { WorkerMetrics } from './observability/cluster-metrics.ts'
 import { createMetrics, metricsHandler, startMetricsServer, type AppMetrics } from './observability/metrics.ts'
 import { newRequestId, requestIdGenerator, trustedProxyRule } from './observability/request-id.ts'
-import { logEarlyAnswer, registerRequestLog } from './observability/request-log.ts'
+import { logEarlyAnswer, registerRequestLog, writesEarlyLine } from './observability/request-log.ts'
 import type { RouteSeries } from './observability/request-series.ts'
 import { registerDocs, resolveOpenApiConfig, type RegisterDocsOptions } from './docs-server/index.ts'
 import { openApiAjvOptions } from './openapi/annotation-keywords.ts'
@@ -357,9 +357,10 @@ function refuseEarly(app: FastifyInstance, config: CoreConfig, rateLimiter: Rate
     requestIdHeader: config.requestIdHeader,
     // Without trusted proxies (above) the id is always a fresh one, as genReqId would give.
     requestId: newRequestId,
-    onRefused({ req, route, id, ip, startedAt, refusal }) {
+    onRefused(req, route, id, ip, startedAt, refusal) {
       const ms = performance.now() - startedAt
       route.series.observe(429, ms / 1000)
+      if (!writesEarlyLine(app.log, 429)) return
       logEarlyAnswer(app.log, req, {
         reqId: id,
         method: route.method,

@@ -18,6 +18,10 @@ export interface ThrottleOptions {
   onSkipped?: (key: string, skipped: number) => void
 }
 
+// The answer for an occurrence that is not written, shared: a flood of one line (a refusal per
+// request) then allocates nothing per occurrence. Callers only read it.
+const SKIP: { write: false } = Object.freeze({ write: false })
+
 export function throttle(intervalMs: number, options: ThrottleOptions = {}): ThrottledLog {
   const maxKeys = options.maxKeys ?? 1000
   const onSkipped = options.onSkipped
@@ -43,7 +47,7 @@ export function throttle(intervalMs: number, options: ThrottleOptions = {}): Thr
         entry.skipped++
         if (onSkipped && entry.timer === undefined)
           entry.timer = setTimeout(flush, Math.max(0, entry.at + intervalMs - now), key).unref()
-        return { write: false }
+        return SKIP
       }
       const occurrences = (entry?.skipped ?? 0) + 1
       if (entry?.timer !== undefined) clearTimeout(entry.timer)

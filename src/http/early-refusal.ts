@@ -17,15 +17,11 @@ export interface EarlyRefusalOptions<R extends EarlyRoute = EarlyRoute> {
   /** The request id header and generator the Fastify path uses. */
   requestIdHeader: string
   requestId: (req: IncomingMessage) => string
-  /** The metrics and the log line of each refusal, as the Fastify path records them. */
-  onRefused: (answer: {
-    req: IncomingMessage
-    route: R
-    id: string
-    ip: string
-    startedAt: number
-    refusal: EarlyRefusal
-  }) => void
+  /**
+   * The metrics and the log line of each refusal, as the Fastify path records them. Arguments, not
+   * an object: nothing is built per refusal for a logger that writes no line at its level.
+   */
+  onRefused: (req: IncomingMessage, route: R, id: string, ip: string, startedAt: number, refusal: EarlyRefusal) => void
 }
 
 /**
@@ -44,32 +40,58 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
   const byPath = new Map<string, R[]>()
   for (const route of options.routes) byPath.set(route.url, [...(byPath.get(route.url) ?? []), route])
   if (byPath.size === 0) return
+  const { requestIdHeader, requestId, onRefused } = options
   const [fastify, ...others] = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>
   if (fastify === undefined || others.length > 0)
     throw new Error('early refusal: expected Fastify’s one request listener')
   server.removeListener('request', fastify)
+  // The socket timeout (Node.js's `server.timeout`, AUTHGATE_SOCKET_TIMEOUT) armed per request
+  // here instead of by Node.js on every request and connection: a timer made and refreshed per
+  // request cost the early 429 a fifth of its CPU (docs/decisions.md, D154). Every request Fastify
+  // answers gets it as before, from its arrival; a refusal written whole needs none (the
+  // keep-alive timeout takes over once it is finished), and one the client leaves unread, or
+  // queued behind another answer, gets it then.
+  const socketTimeout = server.timeout
+  server.timeout = 0
+  const toFastify =
+    socketTimeout > 0
+      ? (req: IncomingMessage, res: ServerResponse) => {
+          req.socket.setTimeout(socketTimeout)
+          fastify(req, res)
+        }
+      : fastify
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? ''
     const q = url.indexOf('?')
     const candidates = byPath.get(q === -1 ? url : url.slice(0, q))
-    const route = candidates?.find((r) => r.method === req.method)
-    if (route === undefined) return fastify(req, res)
+    if (candidates === undefined) return toFastify(req, res)
+    // A loop, not `find`: no closure per request.
+    let route: R | undefined
+    for (let i = 0; i < candidates.length && route === undefined; i++)
+      if (candidates[i]!.method === req.method) route = candidates[i]
+    if (route === undefined) return toFastify(req, res)
     const address = req.socket.remoteAddress
     // Without Host (HTTP/1.1), Fastify's hook answers 400: left to it, as is a closed socket.
-    if (address === undefined || req.headers.host === undefined) return fastify(req, res)
+    if (address === undefined || req.headers.host === undefined) return toFastify(req, res)
     const startedAt = performance.now()
     // Normalised as `clientIp` normalises it (a socket's IPv6 may carry a zone id).
     const ip = isIPv4Address(address) ? address : (normaliseAddress(address) ?? address)
     const refusal = route.decide(req, ip)
-    if (refusal === undefined) return fastify(req, res)
-    const id = options.requestId(req)
-    const headers = [options.requestIdHeader, id]
-    for (const h of refusal.headers) headers.push(h)
+    if (refusal === undefined) return toFastify(req, res)
+    const id = requestId(req)
+    // The refusal's list keeps its first pair for the request id: filled in, not copied.
+    const headers = refusal.headers
+    headers[0] = requestIdHeader
+    headers[1] = id
     // The body is read and dropped, as Node.js would once the answer is finished, without its
     // listener bookkeeping: the connection stays usable for the client's next request.
     req.resume()
     res.writeHead(429, headers)
     res.end(refusal.body)
-    options.onRefused({ req, route, id, ip, startedAt, refusal })
+    // Not all of it in the kernel's hands (a client that does not read), or waiting for an earlier
+    // answer on the connection: the socket timeout bounds how long it may stay so.
+    if (socketTimeout > 0 && (res.socket === null || res.socket.writableLength > 0))
+      req.socket.setTimeout(socketTimeout)
+    onRefused(req, route, id, ip, startedAt, refusal)
   })
 }

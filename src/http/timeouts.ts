@@ -12,7 +12,8 @@ import type { CoreConfig } from '../config.ts'
  * - `connectionTimeout` (Node.js's `server.timeout`): a connection with no byte moving either way
  *   for AUTHGATE_SOCKET_TIMEOUT is closed. The two above stop counting once the request is in, so
  *   without it a client that asks for a large answer (the 4.9 MB reference page script) and never
- *   reads it would hold its connection for ever;
+ *   reads it would hold its connection for ever. Where the early refusal is installed, it arms
+ *   this timeout itself, request by request (src/http/early-refusal.ts);
  * - `maxHeaderSize`, `keepAliveTimeout`, `maxRequestsPerSocket`;
  * - `requireHostHeader` off: src/http/host.ts answers a request without `Host` instead of Node.js.
  * Each rejection reaches the client-error handler (src/http/client-errors.ts). Together they bound

@@ -35,6 +35,13 @@ const pathOf = (url: string) => {
 }
 
 /**
+ * Whether an answer of `status` written without Fastify gets a line at the logger's level now:
+ * asked before the line's fields are gathered, so a flood of early 429s at the usual level builds
+ * nothing for a line never written.
+ */
+export const writesEarlyLine = (log: FastifyBaseLogger, status: number): boolean => enabled(log, levelOfStatus(status))
+
+/**
  * The line of a request answered without Fastify (src/http/early-refusal.ts), as the hook below
  * writes it for the same answer through Fastify: same fields, in the same order, `reqId` first as
  * Fastify's request logger binds it.

@@ -24,10 +24,11 @@ export interface Decider {
   /** The same, synchronously, for a store that decides in the process; undefined for one that cannot. */
   readonly decideSync: ((key: string, policy: RateLimitPolicy) => Verdict) | undefined
   /**
-   * What can be said before any I/O: the synchronous decision, or a refusal a shared store
-   * remembers; undefined when only a round trip can tell.
+   * What can be said before any I/O: the synchronous decision (an allowed one counted), or a
+   * refusal a shared store remembers; undefined when only a round trip can tell. The decision
+   * itself, not a verdict around it: the early refusal reads it on every request of a flood.
    */
-  decideNow(key: string, policy: RateLimitPolicy): Verdict | undefined
+  decideNow(key: string, policy: RateLimitPolicy): Decision | undefined
   /** True when the store failed for this request: its later limits follow the failure policy at once. */
   failedFor(raw: IncomingMessage): boolean
 }
@@ -80,9 +81,10 @@ export function createDecider(
     },
     decideSync,
     decideNow(key, policy) {
-      if (decideSync) return decideSync(key, policy)
-      const denial = cachedDenial?.(key)
-      return denial === undefined ? undefined : { kind: 'deny', decision: denial }
+      if (takeSync === undefined) return cachedDenial?.(key)
+      const decision = takeSync(key, policy)
+      if (decision.allowed) counters.allowed++
+      return decision
     },
     failedFor: (raw) => (raw as WithStoreFailure)[kStoreFailed] === true,
   }

@@ -44,11 +44,15 @@ export interface RateLimitCounters {
 /** Which of authgate's limits answered a 429 (the `limit` of the log line and the metric). */
 export type LimitKind =
   'client' | 'account' | 'account_device' | 'email_budget' | 'email_budget_client' | 'sms_budget' | 'sms_budget_client'
-/** A 429 written without Fastify (src/http/early-refusal.ts): the same headers and body as the hook's. */
+/**
+ * A 429 written without Fastify (src/http/early-refusal.ts): the same headers and body as the hook's.
+ * One object per route and shape, filled in for each refusal: valid until the route's next
+ * decision, which is time enough to write it (Node.js copies the header list into the head).
+ */
 export interface EarlyRefusal {
   /**
-   * Name, value, name, value, ...: `Vary` first, as the hook's reply has it, then the hook's own,
-   * `Content-Length` last.
+   * Name, value, name, value, ...: the first pair the caller's to fill (the request id), then
+   * `Vary`, as the hook's reply has it, then the hook's own, `Content-Length` last.
    */
   headers: string[]
   /**
@@ -484,41 +488,58 @@ export function createRateLimiter(
     // it already knows, and the rest go on to the hook and its round trip.
     if (!limit || (!store.takeSync && !store.cachedDenial)) return undefined
     const { policy, bucket, policyValue, prefixLength, route, deniedKey } = limit
-    // The same headers as deniedHeaders, flat: the constant ones once per route, the rest per answer.
-    const fixed = (current: boolean) => [
-      'vary',
-      'Origin',
-      ...Object.entries(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS).flat(),
-      'ratelimit-policy',
-      policyValue,
-    ]
-    const fixedLegacy = fixed(false)
-    const fixedCurrent = fixed(true)
+    // One answer per shape for every refusal of the route, its header list filled in place: the
+    // same headers as deniedHeaders, flat, after the caller's request id. A flood of refusals then
+    // builds no list, no object and no header value per request (docs/decisions.md, D153).
+    const answer = (current: boolean): EarlyRefusal => ({
+      headers: [
+        '',
+        '',
+        'vary',
+        'Origin',
+        ...Object.entries(current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS).flat(),
+        'ratelimit-policy',
+        policyValue,
+        'ratelimit',
+        '',
+        'retry-after',
+        '',
+        'content-length',
+        current ? DENIED_CURRENT_LENGTH : DENIED_LEGACY_LENGTH,
+      ],
+      body: current ? DENIED_CURRENT.body : DENIED_LEGACY.body,
+      code: (current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS)['x-sb-error-code'],
+    })
+    const legacy = answer(false)
+    const current = answer(true)
+    // Where the two values go: the same places from the end in both shapes (the current one has
+    // one header more, its version).
+    const RATELIMIT_FROM_END = 5
+    const RETRY_AFTER_FROM_END = 3
+    // RateLimit and Retry-After of a refusal by its whole seconds to wait (all a refusal's two
+    // values depend on, its `r` being 0), rendered once each: a window's worth at most.
+    const rendered = new Map<number, [string, string]>()
     return (req, ip) => {
-      const verdict = decider.decideNow(bucket + clientKey(ip, prefixLength), policy)
-      if (verdict === undefined || verdict.kind === 'unavailable') return undefined
-      const decision = verdict.decision
-      if (verdict.kind === 'allow') {
+      const decision = decider.decideNow(bucket + clientKey(ip, prefixLength), policy)
+      if (decision === undefined) return undefined
+      if (decision.allowed) {
         ;(req as WithDecision)[kDecision] = decision
         return undefined
       }
       // Counted and logged as the hook's refusal is (which limit, which route).
       denied('client', route, deniedKey)
-      const current = wantsNewErrorShape(req.headers['x-supabase-api-version'])
-      const headers = (current ? fixedCurrent : fixedLegacy).slice()
-      headers.push(
-        'ratelimit',
-        rateLimitHeader(policy, decision),
-        'retry-after',
-        String(retryAfterSeconds(decision)),
-        'content-length',
-        current ? DENIED_CURRENT_LENGTH : DENIED_LEGACY_LENGTH,
-      )
-      return {
-        headers,
-        body: current ? DENIED_CURRENT.body : DENIED_LEGACY.body,
-        code: (current ? DENIED_CURRENT_HEADERS : DENIED_LEGACY_HEADERS)['x-sb-error-code'],
+      const refusal = wantsNewErrorShape(req.headers['x-supabase-api-version']) ? current : legacy
+      const seconds = retryAfterSeconds(decision)
+      const reusable = decision.remaining === 0 && seconds < 4096
+      let values = reusable ? rendered.get(seconds) : undefined
+      if (values === undefined) {
+        values = [rateLimitHeader(policy, decision), String(seconds)]
+        if (reusable) rendered.set(seconds, values)
       }
+      const headers = refusal.headers
+      headers[headers.length - RATELIMIT_FROM_END] = values[0]
+      headers[headers.length - RETRY_AFTER_FROM_END] = values[1]
+      return refusal
     }
   }
 

@@ -62,6 +62,17 @@ describe('JSON null on optional fields', () => {
     })
   })
 
+  it('withoutNulls keeps the keys before and after the first null, in order, and leaves the parsed value as it was', () => {
+    const parsed = JSON.parse('{"a":1,"b":{"x":[1,{"y":null,"z":2}]},"c":null,"d":"s","e":[{"f":null},3]}')
+    const before = JSON.stringify(parsed)
+    const judged = withoutNulls(parsed)
+    assert.equal(JSON.stringify(judged), '{"a":1,"b":{"x":[1,{"z":2}]},"d":"s","e":[{},3]}')
+    assert.equal(JSON.stringify(parsed), before)
+    // Nothing to drop: the value itself, not a copy.
+    const plain = JSON.parse('{"a":[1,{"b":"c"}],"d":{"e":0}}')
+    assert.equal(withoutNulls(plain), plain)
+  })
+
   describe('through authgate', () => {
     let h: Harness
     before(async () => {

@@ -343,6 +343,58 @@ describe('the early refusal: where it stays out', () => {
     }
   })
 
+  it('keeps the socket timeout: on what it hands on, and on a refused client that does not read', async () => {
+    const SOCKET_TIMEOUT_MS = 300
+    const seen: Array<number | undefined> = []
+    const server = createServer((req, res) => {
+      seen.push(req.socket.timeout)
+      res.end('on')
+    })
+    server.setTimeout(SOCKET_TIMEOUT_MS)
+    server.keepAliveTimeout = 60_000
+    const refusal = { headers: ['', '', 'content-type', 'application/json'], body: '{"x":1}', code: undefined }
+    installEarlyRefusal(server, {
+      routes: [{ method: 'POST', url: '/token', decide: () => refusal }],
+      requestIdHeader: 'x-request-id',
+      requestId: () => 'id',
+      onRefused: () => {},
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as { port: number }
+    try {
+      // Handed on: the request meets the socket timeout as it would without the early refusal.
+      const agent = new Agent({ keepAlive: true })
+      for (let i = 0; i < 2; i++)
+        await new Promise<void>((resolve, reject) =>
+          httpRequest({ host: '127.0.0.1', port, path: '/other', agent }, (res) => res.resume().on('end', resolve))
+            .on('error', reject)
+            .end(),
+        )
+      agent.destroy()
+      assert.deepEqual(seen, [SOCKET_TIMEOUT_MS, SOCKET_TIMEOUT_MS])
+      // Refused, pipelined, never read: the answers back up, nothing moves, and the connection is
+      // closed after the socket timeout (not held until the keep-alive timeout, a minute here).
+      const socket = connect(port, '127.0.0.1')
+      socket.on('error', () => {})
+      socket.pause()
+      const started = performance.now()
+      const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(performance.now() - started)))
+      const head = 'POST /token HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n'
+      socket.write(head.repeat(100_000))
+      let bound: NodeJS.Timeout | undefined
+      const ms = await Promise.race([
+        closed,
+        new Promise<number>((resolve) => (bound = setTimeout(resolve, 30_000, Infinity))),
+      ])
+      clearTimeout(bound)
+      socket.destroy()
+      assert.ok(ms < 30_000, `closed after ${Math.round(ms)} ms`)
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+
   it('refuses to wrap a server whose request listener is not Fastify’s alone', () => {
     const server = createServer()
     server.on('request', () => {})

@@ -52,31 +52,41 @@ export function nullableOptionals(schema: Schema): Schema {
 /**
  * A parsed JSON body with every `null`-valued object property removed, at any depth (array items
  * stay): what Supabase Auth's decoder sees. Only for judging; the client's bytes are forwarded.
+ *
+ * One pass, copying only what changes: an object is walked once, and copied from its first `null`
+ * (or first changed member) on; a part without a null is the parsed value itself. Most bodies hold
+ * no null and are judged as parsed. A separate search for a null ahead of the copy read every key
+ * of a large object twice (`Object.keys` of 100,000 keys costs about what parsing them does).
  */
 export function withoutNulls(value: unknown): unknown {
-  // Most bodies hold no null: they are judged as parsed, without a copy.
-  return holdsNullProperty(value) ? copiedWithoutNulls(value) : value
-}
-
-function holdsNullProperty(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(holdsNullProperty)
-  if (!isObject(value)) return false
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i]
+      const kept = item !== null && typeof item === 'object' ? withoutNulls(item) : item
+      if (out === undefined) {
+        if (kept === item) continue
+        out = value.slice(0, i)
+      }
+      out.push(kept)
+    }
+    return out ?? value
+  }
+  if (!isObject(value)) return value
   // Own keys by `Object.keys`: `for…in` with an own-property test cost as much as the parse on an
   // object of 100,000 keys.
-  for (const key of Object.keys(value)) {
+  const keys = Object.keys(value)
+  let out: Record<string, unknown> | undefined
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!
     const item = value[key]
-    if (item === null || (typeof item === 'object' && holdsNullProperty(item))) return true
+    const kept = item !== null && typeof item === 'object' ? withoutNulls(item) : item
+    if (out === undefined) {
+      if (item !== null && kept === item) continue
+      out = {}
+      for (let j = 0; j < i; j++) out[keys[j]!] = value[keys[j]!]
+    }
+    if (kept !== null) out[key] = kept
   }
-  return false
-}
-
-function copiedWithoutNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(copiedWithoutNulls)
-  if (!isObject(value)) return value
-  const out: Record<string, unknown> = {}
-  for (const key of Object.keys(value)) {
-    const item = value[key]
-    if (item !== null) out[key] = copiedWithoutNulls(item)
-  }
-  return out
+  return out ?? value
 }
