@@ -107,43 +107,50 @@ function tokenMessage(data: Buffer, at: number, length: number): TokenMessage | 
 }
 
 /**
- * The client's frames, with stand-ins in Phoenix token messages swapped; everything else untouched.
- * A stand-in the swap refuses is not sent on, nor is anything after it: the stream emits `refused`
- * (with the reason) and passes no more bytes, and the relay closes the socket.
+ * The client's frames, with stand-ins in Phoenix token messages swapped; everything else untouched,
+ * handed to `send` as it is read. A stand-in the swap refuses is not sent on, nor is anything after
+ * it: `refused` is called (with the reason), no more bytes are sent, and the relay closes the socket.
  *
  * Synchronous but for a frame that holds a token: the bytes of a chunk up to such a frame leave as
  * one piece (one write to Realtime, not one per frame), and only that frame waits for the swap.
  */
-export class PhoenixTokenSwap extends Transform {
+export class PhoenixFrames {
   readonly #swap: TokenSwap
+  readonly #send: (bytes: Buffer) => void
+  readonly #refuse: (fault: string) => void
   /** The start of a frame (its head, or a whole readable frame) not all here yet. */
   #pending: Buffer = EMPTY
   /** Bytes of the current frame still to pass as they are. */
   #passing = 0
   #refused = false
 
-  constructor(swap: TokenSwap) {
-    super()
+  constructor(swap: TokenSwap, send: (bytes: Buffer) => void, refused: (fault: string) => void) {
     this.#swap = swap
+    this.#send = send
+    this.#refuse = refused
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    if (this.#refused) return done()
+  /**
+   * Reads a chunk: undefined once all of it is read, or, when a frame's token is being swapped, a
+   * promise of the chunk's end: no other chunk may be read before it settles.
+   */
+  read(chunk: Buffer): Promise<void> | undefined {
+    if (this.#refused) return undefined
     const data = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk])
     this.#pending = EMPTY
-    this.#read(data, 0, 0, done)
+    return this.#read(data, 0, 0)
   }
 
-  override _flush(done: TransformCallback): void {
-    if (this.#pending.length > 0 && !this.#refused) this.push(this.#pending)
-    done()
+  /** The start of a frame the stream ended inside, sent on as it is (Realtime judges it). */
+  rest(): Buffer {
+    return this.#refused ? EMPTY : this.#pending
   }
 
   /**
    * Reads `data` from `at`, the bytes from `run` on not yet sent: they leave in one piece at the
    * chunk's end or before a frame whose token is swapped, which is waited for before reading on.
    */
-  #read(data: Buffer, run: number, at: number, done: TransformCallback): void {
+  #read(data: Buffer, run: number, at: number): Promise<void> | undefined {
     const end = data.length
     while (at < end) {
       if (this.#passing > 0) {
@@ -184,32 +191,53 @@ export class PhoenixTokenSwap extends Transform {
         at += size + length
         continue
       }
-      if (at > run) this.push(data.subarray(run, at))
-      this.#swapIn(found, data, at, at + size + length, done)
-      return
+      if (at > run) this.#send(data.subarray(run, at))
+      return this.#swapIn(found, data, at, at + size + length)
     }
-    if (at > run) this.push(data.subarray(run, at))
+    if (at > run) this.#send(data.subarray(run, at))
     if (at < end) this.#pending = data.subarray(at)
-    done()
+    return undefined
   }
 
   /** The frame from `start` to `next` holds `found`: its token swapped (or refused), then the rest of `data`. */
-  #swapIn(found: TokenMessage, data: Buffer, start: number, next: number, done: TransformCallback): void {
-    this.#swap(found.body.access_token).then(
-      (real) => {
-        // Not a stand-in: the frame leaves as it came, with the bytes after it.
-        if (real === undefined) return this.#read(data, start, next, done)
-        if (typeof real !== 'string') {
-          this.#refused = true
-          this.emit('refused', real.refused)
-          return done()
-        }
-        found.body.access_token = real
-        this.push(maskedTextFrame(JSON.stringify(found.message)))
-        this.#read(data, next, next, done)
-      },
-      (err: unknown) => done(err as Error),
+  async #swapIn(found: TokenMessage, data: Buffer, start: number, next: number): Promise<void> {
+    const real = await this.#swap(found.body.access_token)
+    // Not a stand-in: the frame leaves as it came, with the bytes after it.
+    if (real === undefined) return this.#read(data, start, next)
+    if (typeof real !== 'string') {
+      this.#refused = true
+      this.#refuse(real.refused)
+      return
+    }
+    found.body.access_token = real
+    this.#send(maskedTextFrame(JSON.stringify(found.message)))
+    return this.#read(data, next, next)
+  }
+}
+
+/** The same as a stream: `refused` is emitted with the reason. */
+export class PhoenixTokenSwap extends Transform {
+  readonly #frames: PhoenixFrames
+
+  constructor(swap: TokenSwap) {
+    super()
+    this.#frames = new PhoenixFrames(
+      swap,
+      (bytes) => this.push(bytes),
+      (fault) => this.emit('refused', fault),
     )
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    const waiting = this.#frames.read(chunk)
+    if (waiting === undefined) done()
+    else waiting.then(() => done(), done)
+  }
+
+  override _flush(done: TransformCallback): void {
+    const rest = this.#frames.rest()
+    if (rest.length > 0) this.push(rest)
+    done()
   }
 }
 
@@ -231,7 +259,7 @@ export function phoenixSwap(
   gate: SessionGate,
   req: IncomingMessage,
   context: SocketSwapContext,
-): PhoenixTokenSwap | undefined {
+): TokenSwap | undefined {
   const sessions = gate.sessions
   const config = sessions.config
   const id = sessionIdFrom(req.headers.cookie, config.cookieName)
@@ -242,7 +270,7 @@ export function phoenixSwap(
     context.log.warn({ origin }, 'cookie session: a socket from an origin not allowed gets no stand-in swap')
     return undefined
   }
-  return new PhoenixTokenSwap(async (token) => {
+  return async (token) => {
     if (!sessions.standIns.isAccess(token)) return undefined
     // As on the HTTP routes (401 there), a stand-in that does not stand for the handshake's session
     // is not sent on: Realtime never sees it, and the socket is closed.
@@ -266,5 +294,5 @@ export function phoenixSwap(
     }
     context.log.info({ reason: fault }, 'cookie session: a stand-in on the socket was refused')
     return { refused: fault }
-  })
+  }
 }
