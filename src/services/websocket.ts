@@ -226,7 +226,7 @@ export function relayWebSockets(
         let received = upHead.length
         let sent = head.length
         // With the swap, the client's frames are read in the data handler and written to Realtime
-        // from there: no stream between the two sockets, whose per-chunk work was most of the relay's.
+        // from there: no stream between the two sockets, and no tick of its own per chunk.
         const frames =
           swap &&
           new PhoenixFrames(
@@ -237,33 +237,18 @@ export function relayWebSockets(
             // A stand-in the swap refuses went no further: the socket closes with 1008 and the fault.
             (fault) => void stop(POLICY_VIOLATION, `stand-in token refused: ${fault}`),
           )
-        /** Chunks read while a frame's token is swapped, read in turn once it is. */
-        const queued: Buffer[] = []
-        let swapping = false
         const fromClient = (c: Buffer) => {
           if (frames === undefined || upSocket.destroyed) return
-          if (swapping) return void queued.push(c)
-          let waiting = frames.read(c)
+          const waiting = frames.read(c)
           if (waiting === undefined) return
-          swapping = true
+          // A frame's token is being swapped: the client waits, its chunks read meanwhile queued.
           socket.pause()
-          const next = (): void => {
-            while (waiting === undefined && queued.length > 0 && !upSocket.destroyed)
-              waiting = frames.read(queued.shift()!)
-            if (waiting !== undefined) {
-              waiting.then(
-                () => {
-                  waiting = undefined
-                  next()
-                },
-                () => upSocket.destroy(),
-              )
-              return
-            }
-            swapping = false
-            if (!upSocket.writableNeedDrain) socket.resume()
-          }
-          next()
+          waiting.then(
+            () => {
+              if (!upSocket.writableNeedDrain) socket.resume()
+            },
+            () => upSocket.destroy(),
+          )
         }
         if (frames) {
           socket.on('data', (c: Buffer) => {
@@ -271,7 +256,7 @@ export function relayWebSockets(
             fromClient(c)
           })
           upSocket.on('drain', () => {
-            if (!swapping) socket.resume()
+            if (!frames.swapping) socket.resume()
           })
         } else {
           socket.on('data', (c: Buffer) => (sent += c.length))

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import { Transform, type TransformCallback } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
 import { sessionIdFrom } from './cookie.ts'
 import type { SessionGate } from './gate.ts'
@@ -123,6 +122,9 @@ export class PhoenixFrames {
   /** Bytes of the current frame still to pass as they are. */
   #passing = 0
   #refused = false
+  /** The swap in flight, and the chunks read meanwhile. */
+  #waiting: Promise<void> | undefined
+  #queue: Buffer[] = []
 
   constructor(swap: TokenSwap, send: (bytes: Buffer) => void, refused: (fault: string) => void) {
     this.#swap = swap
@@ -132,9 +134,36 @@ export class PhoenixFrames {
 
   /**
    * Reads a chunk: undefined once all of it is read, or, when a frame's token is being swapped, a
-   * promise of the chunk's end: no other chunk may be read before it settles.
+   * promise settled once this chunk and every one read after it meanwhile (queued behind the swap,
+   * in order) are read. The relay pauses the client until then.
    */
   read(chunk: Buffer): Promise<void> | undefined {
+    if (this.#waiting !== undefined) {
+      this.#queue.push(chunk)
+      return this.#waiting
+    }
+    const waiting = this.#readChunk(chunk)
+    if (waiting === undefined) return undefined
+    this.#waiting = this.#drain(waiting)
+    return this.#waiting
+  }
+
+  /** True while a frame's token is being swapped. */
+  get swapping(): boolean {
+    return this.#waiting !== undefined
+  }
+
+  async #drain(waiting: Promise<void>): Promise<void> {
+    try {
+      await waiting
+      while (this.#queue.length > 0) await this.#readChunk(this.#queue.shift()!)
+    } finally {
+      this.#waiting = undefined
+      this.#queue = []
+    }
+  }
+
+  #readChunk(chunk: Buffer): Promise<void> | undefined {
     if (this.#refused) return undefined
     const data = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk])
     this.#pending = EMPTY
@@ -212,32 +241,6 @@ export class PhoenixFrames {
     found.body.access_token = real
     this.#send(maskedTextFrame(JSON.stringify(found.message)))
     return this.#read(data, next, next)
-  }
-}
-
-/** The same as a stream: `refused` is emitted with the reason. */
-export class PhoenixTokenSwap extends Transform {
-  readonly #frames: PhoenixFrames
-
-  constructor(swap: TokenSwap) {
-    super()
-    this.#frames = new PhoenixFrames(
-      swap,
-      (bytes) => this.push(bytes),
-      (fault) => this.emit('refused', fault),
-    )
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    const waiting = this.#frames.read(chunk)
-    if (waiting === undefined) done()
-    else waiting.then(() => done(), done)
-  }
-
-  override _flush(done: TransformCallback): void {
-    const rest = this.#frames.rest()
-    if (rest.length > 0) this.push(rest)
-    done()
   }
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { holdsNeedle, PhoenixTokenSwap, type TokenSwap } from '../../src/sessions/socket-swap.ts'
+import { holdsNeedle, PhoenixFrames, type TokenSwap } from '../../src/sessions/socket-swap.ts'
 
 /**
  * The swap's parser reads frames in place and sends runs of them in one piece; these compare what
@@ -104,20 +104,27 @@ function reference(data: Buffer): { frames: Frame[]; refused?: string } {
   return { frames }
 }
 
-/** `data` cut into chunks of the given sizes (cycled) through a swap: what it sends, and its refusal. */
+/**
+ * `data` cut into chunks of the given sizes (cycled) through a swap, each read as it comes (those
+ * that arrive while a token is swapped wait behind it): what it sends, and its refusal.
+ */
 async function through(data: Buffer, sizes: number[]): Promise<{ out: Buffer[]; refused?: string }> {
-  const stream = new PhoenixTokenSwap(asyncSwap)
   const out: Buffer[] = []
   let refused: string | undefined
-  stream.on('data', (c: Buffer) => out.push(c))
-  stream.on('refused', (fault: string) => (refused = fault))
+  const frames = new PhoenixFrames(
+    asyncSwap,
+    (bytes) => out.push(bytes),
+    (fault) => (refused = fault),
+  )
+  const reads: Array<Promise<void> | undefined> = []
   for (let at = 0, i = 0; at < data.length; i++) {
     const size = sizes[i % sizes.length]!
-    stream.write(data.subarray(at, at + size))
+    reads.push(frames.read(data.subarray(at, at + size)))
     at += size
   }
-  stream.end()
-  await new Promise((resolve) => stream.on('end', resolve))
+  await Promise.all(reads)
+  const rest = frames.rest()
+  if (rest.length > 0) out.push(rest)
   return { out, ...(refused === undefined ? {} : { refused }) }
 }
 
