@@ -21,13 +21,29 @@ export class FrameCursor {
    */
   read(chunk: Uint8Array, stop = false): number {
     let at = 0
-    while (at < chunk.length) {
+    const end = chunk.length
+    while (at < end) {
       if (stop && this.atBoundary) return at
       if (this.#payloadLeft > 0) {
-        const take = Math.min(this.#payloadLeft, chunk.length - at)
+        const take = Math.min(this.#payloadLeft, end - at)
         this.#payloadLeft -= take
         at += take
         continue
+      }
+      // A head whole in the chunk is read where it lies; one split across chunks is gathered byte by byte.
+      if (this.#head.length === 0 && end - at >= 2) {
+        const short = chunk[at + 1]! & 0x7f
+        const size = 2 + (short === 126 ? 2 : short === 127 ? 8 : 0) + ((chunk[at + 1]! & 0x80) !== 0 ? 4 : 0)
+        if (end - at >= size) {
+          let length = short
+          if (short >= 126) {
+            length = 0
+            for (let i = at + 2; i < at + (short === 126 ? 4 : 10); i++) length = length * 256 + chunk[i]!
+          }
+          this.#payloadLeft = length
+          at += size
+          continue
+        }
       }
       this.#head.push(chunk[at]!)
       at++

@@ -12,7 +12,7 @@ import { closeFrame, FrameCursor, GOING_AWAY, POLICY_VIOLATION } from './frames.
 import type { ServiceProxy } from './proxy.ts'
 import { judgeServicePath } from './path.ts'
 import { planServiceRequest } from './request.ts'
-import { phoenixSwap } from '../sessions/socket-swap.ts'
+import { PhoenixFrames, phoenixSwap } from '../sessions/socket-swap.ts'
 import { hostFault } from '../http/host.ts'
 import { repeatedCredential } from './credentials.ts'
 import { socketClientIp } from './socket-ip.ts'
@@ -214,20 +214,54 @@ export function relayWebSockets(
         // Realtime's bytes are written by hand, not piped: on stop the relay must know where its
         // frames end to put its own close frame between two of them.
         const cursor = new FrameCursor()
+        // No Nagle on either hop: the endpoints chose their framing, and a relay that holds a small
+        // frame back for an ACK adds latency to every message and cost to every write.
+        upSocket.setNoDelay(true)
+        ;(socket as Socket).setNoDelay(true)
         socket.write(`${lines.join('\r\n')}\r\n\r\n`)
         if (upHead.length > 0) {
           cursor.read(upHead)
           socket.write(upHead)
         }
-        const toUpstream = swap ?? upSocket
-        if (head.length > 0) toUpstream.write(head)
         let received = upHead.length
         let sent = head.length
-        socket.on('data', (c: Buffer) => (sent += c.length))
-        if (swap) {
-          socket.pipe(swap).pipe(upSocket)
-          swap.on('error', () => upSocket.destroy())
-        } else socket.pipe(upSocket)
+        // With the swap, the client's frames are read in the data handler and written to Realtime
+        // from there: no stream between the two sockets, and no tick of its own per chunk.
+        const frames =
+          swap &&
+          new PhoenixFrames(
+            swap,
+            (bytes) => {
+              if (!upSocket.write(bytes)) socket.pause()
+            },
+            // A stand-in the swap refuses went no further: the socket closes with 1008 and the fault.
+            (fault) => void stop(POLICY_VIOLATION, `stand-in token refused: ${fault}`),
+          )
+        const fromClient = (c: Buffer) => {
+          if (frames === undefined || upSocket.destroyed) return
+          const waiting = frames.read(c)
+          if (waiting === undefined) return
+          // A frame's token is being swapped: the client waits, its chunks read meanwhile queued.
+          socket.pause()
+          waiting.then(
+            () => {
+              if (!upSocket.writableNeedDrain) socket.resume()
+            },
+            () => upSocket.destroy(),
+          )
+        }
+        if (frames) {
+          socket.on('data', (c: Buffer) => {
+            sent += c.length
+            fromClient(c)
+          })
+          upSocket.on('drain', () => {
+            if (!frames.swapping) socket.resume()
+          })
+        } else {
+          socket.on('data', (c: Buffer) => (sent += c.length))
+          socket.pipe(upSocket)
+        }
         let stopping: (() => void) | undefined
         upSocket.on('data', (c: Buffer) => {
           received += c.length
@@ -267,8 +301,10 @@ export function relayWebSockets(
           return done
         }
         open.add(stop)
-        // A stand-in the swap refuses went no further: the socket closes with 1008 and the fault.
-        swap?.on('refused', (fault: string) => void stop(POLICY_VIOLATION, `stand-in token refused: ${fault}`))
+        if (head.length > 0) {
+          if (frames) fromClient(head)
+          else upSocket.write(head)
+        }
         const close = () => {
           if (closed) return
           closed = true

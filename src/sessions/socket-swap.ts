@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import { Transform, type TransformCallback } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
 import { sessionIdFrom } from './cookie.ts'
 import type { SessionGate } from './gate.ts'
@@ -27,36 +26,6 @@ const EVENTS = new Set(['phx_join', 'access_token'])
  */
 export type TokenSwap = (token: string) => Promise<string | undefined | { refused: string }>
 
-interface FrameHead {
-  fin: boolean
-  rsv: number
-  opcode: number
-  masked: boolean
-  /** Payload length. */
-  length: number
-  /** Header length, mask included. */
-  size: number
-}
-
-function frameHead(data: Buffer): FrameHead | undefined {
-  if (data.length < 2) return undefined
-  const masked = (data[1]! & 0x80) !== 0
-  let length = data[1]! & 0x7f
-  let size = 2
-  if (length === 126) {
-    if (data.length < 4) return undefined
-    length = data.readUInt16BE(2)
-    size = 4
-  } else if (length === 127) {
-    if (data.length < 10) return undefined
-    length = Number(data.readBigUInt64BE(2))
-    size = 10
-  }
-  if (masked) size += 4
-  if (data.length < size) return undefined
-  return { fin: (data[0]! & 0x80) !== 0, rsv: data[0]! & 0x70, opcode: data[0]! & 0x0f, masked, length, size }
-}
-
 /** A client text frame (FIN, opcode 1, masked with a new key) carrying `text`. */
 export function maskedTextFrame(text: string): Buffer {
   const payload = Buffer.from(text)
@@ -76,97 +45,202 @@ export function maskedTextFrame(text: string): Buffer {
   return Buffer.concat([head, mask, payload])
 }
 
+/** `access_token`'s bytes: a frame whose payload does not hold them carries no token to swap. */
+const NEEDLE = Buffer.from('access_token')
+/** The needle's `_`, the byte searched for first (rarer in JSON than its letters). */
+const PIVOT = NEEDLE.indexOf(0x5f)
+
 /**
- * The client's frames, with stand-ins in Phoenix token messages swapped; everything else untouched.
- * A stand-in the swap refuses is not sent on, nor is anything after it: the stream emits `refused`
- * (with the reason) and passes no more bytes, and the relay closes the socket.
+ * Whether the masked payload of `length` bytes at `at` (its mask the 4 bytes before it) holds
+ * `access_token`, read in place: most frames (broadcasts, presence, heartbeats) hold none, and are
+ * then neither copied, unmasked nor decoded. The payload is read 4 bytes at a time, each compared
+ * with `_` masked by its own byte of the mask; only a `_` is then checked for the whole needle.
  */
-export class PhoenixTokenSwap extends Transform {
+export function holdsNeedle(data: Uint8Array, at: number, length: number): boolean {
+  const u0 = data[at - 4]! ^ 0x5f
+  const u1 = data[at - 3]! ^ 0x5f
+  const u2 = data[at - 2]! ^ 0x5f
+  const u3 = data[at - 1]! ^ 0x5f
+  let i = 0
+  for (; i + 3 < length; i += 4) {
+    const p = at + i
+    if (data[p] !== u0 && data[p + 1] !== u1 && data[p + 2] !== u2 && data[p + 3] !== u3) continue
+    for (let k = i; k < i + 4; k++) if (needleAt(data, at, length, k - PIVOT)) return true
+  }
+  for (; i < length; i++) if (needleAt(data, at, length, i - PIVOT)) return true
+  return false
+}
+
+/** Whether the needle starts at `from` in the masked payload of `length` bytes at `at`. */
+function needleAt(data: Uint8Array, at: number, length: number, from: number): boolean {
+  if (from < 0 || from + NEEDLE.length > length) return false
+  for (let k = 0; k < NEEDLE.length; k++) {
+    const j = from + k
+    if ((data[at + j]! ^ data[at - 4 + (j & 3)]!) !== NEEDLE[k]) return false
+  }
+  return true
+}
+
+/** A Phoenix token message read from a frame: the parsed message and its payload object. */
+interface TokenMessage {
+  message: unknown[]
+  body: { access_token: string }
+}
+
+/** The masked payload at `at` read as a Phoenix `phx_join` or `access_token` message with a token, if it is one. */
+function tokenMessage(data: Buffer, at: number, length: number): TokenMessage | undefined {
+  if (!holdsNeedle(data, at, length)) return undefined
+  const payload = Buffer.from(data.subarray(at, at + length))
+  for (let i = 0; i < length; i++) payload[i]! ^= data[at - 4 + (i & 3)]!
+  let message: unknown
+  try {
+    message = JSON.parse(payload.toString('utf8'))
+  } catch {
+    return undefined
+  }
+  // Phoenix's serializer 2.0.0: [join_ref, ref, topic, event, payload].
+  if (!Array.isArray(message) || message.length !== 5 || !EVENTS.has(message[3] as string)) return undefined
+  const body = message[4] as { access_token?: unknown } | null
+  if (typeof body !== 'object' || body === null || typeof body.access_token !== 'string') return undefined
+  return { message, body: body as { access_token: string } }
+}
+
+/**
+ * The client's frames, with stand-ins in Phoenix token messages swapped; everything else untouched,
+ * handed to `send` as it is read. A stand-in the swap refuses is not sent on, nor is anything after
+ * it: `refused` is called (with the reason), no more bytes are sent, and the relay closes the socket.
+ *
+ * Synchronous but for a frame that holds a token: the bytes of a chunk up to such a frame leave as
+ * one piece (one write to Realtime, not one per frame), and only that frame waits for the swap.
+ */
+export class PhoenixFrames {
   readonly #swap: TokenSwap
+  readonly #send: (bytes: Buffer) => void
+  readonly #refuse: (fault: string) => void
+  /** The start of a frame (its head, or a whole readable frame) not all here yet. */
   #pending: Buffer = EMPTY
   /** Bytes of the current frame still to pass as they are. */
   #passing = 0
   #refused = false
+  /** The swap in flight, and the chunks read meanwhile. */
+  #waiting: Promise<void> | undefined
+  #queue: Buffer[] = []
 
-  constructor(swap: TokenSwap) {
-    super()
+  constructor(swap: TokenSwap, send: (bytes: Buffer) => void, refused: (fault: string) => void) {
     this.#swap = swap
+    this.#send = send
+    this.#refuse = refused
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    this.#work(chunk).then(
-      () => done(),
-      (err: unknown) => done(err as Error),
-    )
-  }
-
-  override _flush(done: TransformCallback): void {
-    if (this.#pending.length > 0 && !this.#refused) this.push(this.#pending)
-    done()
-  }
-
-  async #work(chunk: Buffer): Promise<void> {
-    let rest = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk])
-    this.#pending = EMPTY
-    while (rest.length > 0) {
-      if (this.#refused) return
-      if (this.#passing > 0) {
-        const n = Math.min(this.#passing, rest.length)
-        this.push(rest.subarray(0, n))
-        this.#passing -= n
-        rest = rest.subarray(n)
-        continue
-      }
-      const head = frameHead(rest)
-      if (head === undefined) {
-        this.#pending = rest
-        return
-      }
-      const readable = head.fin && head.rsv === 0 && head.opcode === 1 && head.masked && head.length <= MAX_READ
-      if (!readable) {
-        this.push(rest.subarray(0, head.size))
-        this.#passing = head.length
-        rest = rest.subarray(head.size)
-        continue
-      }
-      const total = head.size + head.length
-      if (rest.length < total) {
-        this.#pending = rest
-        return
-      }
-      const frame = await this.#rewrite(rest.subarray(0, total), head)
-      if (frame === undefined) return
-      this.push(frame)
-      rest = rest.subarray(total)
+  /**
+   * Reads a chunk: undefined once all of it is read, or, when a frame's token is being swapped, a
+   * promise settled once this chunk and every one read after it meanwhile (queued behind the swap,
+   * in order) are read. The relay pauses the client until then.
+   */
+  read(chunk: Buffer): Promise<void> | undefined {
+    if (this.#waiting !== undefined) {
+      this.#queue.push(chunk)
+      return this.#waiting
     }
+    const waiting = this.#readChunk(chunk)
+    if (waiting === undefined) return undefined
+    this.#waiting = this.#drain(waiting)
+    return this.#waiting
   }
 
-  /** The frame to send on, or undefined when its stand-in was refused (nothing more is sent). */
-  async #rewrite(frame: Buffer, head: FrameHead): Promise<Buffer | undefined> {
-    const mask = frame.subarray(head.size - 4, head.size)
-    const payload = Buffer.from(frame.subarray(head.size))
-    for (let i = 0; i < payload.length; i++) payload[i]! ^= mask[i % 4]!
-    const text = payload.toString('utf8')
-    if (!text.includes('access_token')) return frame
-    let message: unknown
+  /** True while a frame's token is being swapped. */
+  get swapping(): boolean {
+    return this.#waiting !== undefined
+  }
+
+  async #drain(waiting: Promise<void>): Promise<void> {
     try {
-      message = JSON.parse(text)
-    } catch {
-      return frame
+      await waiting
+      while (this.#queue.length > 0) await this.#readChunk(this.#queue.shift()!)
+    } finally {
+      this.#waiting = undefined
+      this.#queue = []
     }
-    // Phoenix's serializer 2.0.0: [join_ref, ref, topic, event, payload].
-    if (!Array.isArray(message) || message.length !== 5 || !EVENTS.has(message[3] as string)) return frame
-    const body = message[4] as { access_token?: unknown } | null
-    if (typeof body !== 'object' || body === null || typeof body.access_token !== 'string') return frame
-    const real = await this.#swap(body.access_token)
-    if (real === undefined) return frame
+  }
+
+  #readChunk(chunk: Buffer): Promise<void> | undefined {
+    if (this.#refused) return undefined
+    const data = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk])
+    this.#pending = EMPTY
+    return this.#read(data, 0, 0)
+  }
+
+  /** The start of a frame the stream ended inside, sent on as it is (Realtime judges it). */
+  rest(): Buffer {
+    return this.#refused ? EMPTY : this.#pending
+  }
+
+  /**
+   * Reads `data` from `at`, the bytes from `run` on not yet sent: they leave in one piece at the
+   * chunk's end or before a frame whose token is swapped, which is waited for before reading on.
+   */
+  #read(data: Buffer, run: number, at: number): Promise<void> | undefined {
+    const end = data.length
+    while (at < end) {
+      if (this.#passing > 0) {
+        const n = Math.min(this.#passing, end - at)
+        this.#passing -= n
+        at += n
+        continue
+      }
+      // The frame's head (RFC 6455 §5.2): 2 bytes, the extended length, the mask.
+      if (end - at < 2) break
+      const b0 = data[at]!
+      const b1 = data[at + 1]!
+      const masked = (b1 & 0x80) !== 0
+      let length = b1 & 0x7f
+      let size = 2
+      if (length === 126) {
+        if (end - at < 4) break
+        length = data.readUInt16BE(at + 2)
+        size = 4
+      } else if (length === 127) {
+        if (end - at < 10) break
+        // 2^53 is far beyond any frame a socket carries; the 8-byte length is read as a double.
+        length = data.readUInt32BE(at + 2) * 2 ** 32 + data.readUInt32BE(at + 6)
+        size = 10
+      }
+      if (masked) size += 4
+      if (end - at < size) break
+      // Only a whole, unfragmented, uncompressed, masked text frame is read for a token.
+      const readable = b0 === 0x81 && masked && length <= MAX_READ
+      if (!readable) {
+        at += size
+        this.#passing = length
+        continue
+      }
+      if (end - at < size + length) break
+      const found = tokenMessage(data, at + size, length)
+      if (found === undefined) {
+        at += size + length
+        continue
+      }
+      if (at > run) this.#send(data.subarray(run, at))
+      return this.#swapIn(found, data, at, at + size + length)
+    }
+    if (at > run) this.#send(data.subarray(run, at))
+    if (at < end) this.#pending = data.subarray(at)
+    return undefined
+  }
+
+  /** The frame from `start` to `next` holds `found`: its token swapped (or refused), then the rest of `data`. */
+  async #swapIn(found: TokenMessage, data: Buffer, start: number, next: number): Promise<void> {
+    const real = await this.#swap(found.body.access_token)
+    // Not a stand-in: the frame leaves as it came, with the bytes after it.
+    if (real === undefined) return this.#read(data, start, next)
     if (typeof real !== 'string') {
       this.#refused = true
-      this.emit('refused', real.refused)
-      return undefined
+      this.#refuse(real.refused)
+      return
     }
-    body.access_token = real
-    return maskedTextFrame(JSON.stringify(message))
+    found.body.access_token = real
+    this.#send(maskedTextFrame(JSON.stringify(found.message)))
+    return this.#read(data, next, next)
   }
 }
 
@@ -188,7 +262,7 @@ export function phoenixSwap(
   gate: SessionGate,
   req: IncomingMessage,
   context: SocketSwapContext,
-): PhoenixTokenSwap | undefined {
+): TokenSwap | undefined {
   const sessions = gate.sessions
   const config = sessions.config
   const id = sessionIdFrom(req.headers.cookie, config.cookieName)
@@ -199,7 +273,7 @@ export function phoenixSwap(
     context.log.warn({ origin }, 'cookie session: a socket from an origin not allowed gets no stand-in swap')
     return undefined
   }
-  return new PhoenixTokenSwap(async (token) => {
+  return async (token) => {
     if (!sessions.standIns.isAccess(token)) return undefined
     // As on the HTTP routes (401 there), a stand-in that does not stand for the handshake's session
     // is not sent on: Realtime never sees it, and the socket is closed.
@@ -223,5 +297,5 @@ export function phoenixSwap(
     }
     context.log.info({ reason: fault }, 'cookie session: a stand-in on the socket was refused')
     return { refused: fault }
-  })
+  }
 }

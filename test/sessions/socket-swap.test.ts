@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { maskedTextFrame, PhoenixTokenSwap } from '../../src/sessions/socket-swap.ts'
+import { maskedTextFrame, PhoenixFrames } from '../../src/sessions/socket-swap.ts'
 
 /** The client frames in `data` (RFC 6455 §5.2), unmasked: opcode, FIN and text. */
 function frames(data: Buffer): Array<{ fin: boolean; opcode: number; text: string }> {
@@ -25,15 +25,16 @@ function frames(data: Buffer): Array<{ fin: boolean; opcode: number; text: strin
   return out
 }
 
-/** Sends `chunks` through a swap and collects what comes out. */
+/** Sends `chunks` through a swap (each as it comes, not waiting for the one before) and collects what comes out. */
 async function through(chunks: Buffer[], swap: (token: string) => Promise<string | undefined>): Promise<Buffer> {
-  const stream = new PhoenixTokenSwap(swap)
   const out: Buffer[] = []
-  stream.on('data', (c: Buffer) => out.push(c))
-  for (const chunk of chunks) stream.write(chunk)
-  stream.end()
-  await new Promise((resolve) => stream.on('end', resolve))
-  return Buffer.concat(out)
+  const frames = new PhoenixFrames(
+    swap,
+    (bytes) => out.push(bytes),
+    () => {},
+  )
+  await Promise.all(chunks.map((chunk) => frames.read(chunk)))
+  return Buffer.concat([...out, frames.rest()])
 }
 
 const join = (token: string) =>
