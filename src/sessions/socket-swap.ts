@@ -13,10 +13,26 @@ import type { SessionGate } from './gate.ts'
  * §5.2 framing). A stand-in it reads and cannot swap (another session's, expired, forged, made
  * under a key no longer configured, its session ended) is not sent on: the relay closes the
  * socket with 1008 (policy violation), the reason naming the fault.
+ *
+ * A token message is read as Phoenix reads it, in both of its serializers: 2.0.0's array
+ * `[join_ref, ref, topic, event, payload, ...]` (elements past the fifth ignored) and 1.0.0's object
+ * `{topic, event, payload, ref, join_ref}`, which realtime-js still speaks. What leaves is the
+ * message as it was read, serialized again: a repeated key (which Realtime's JSON decoder may take
+ * the other one of) or an escaped spelling of one then cannot make Realtime read a token other than
+ * the one judged here. A frame the parser does not read (fragmented, over MAX_READ, more structure
+ * than MAX_STRUCTURE, not JSON) passes as it came: a stand-in in it reaches Realtime unswapped,
+ * which refuses it, as it refuses any token it did not sign.
  */
 
 /** Largest client frame read whole for a token: a join or `access_token` message is a few KiB. */
 const MAX_READ = 64 * 1024
+/**
+ * Most brackets, colons and commas a frame read for a token may hold (counted in its strings too):
+ * a join has a few dozen. JSON.parse's cost follows the structure, not the bytes (64 KiB of nested
+ * brackets took 7.7 ms, of one object's keys 2.3 ms, of one string 0.06 ms), and any client with a
+ * cookie could send such frames with `access_token` in them.
+ */
+export const MAX_STRUCTURE = 1024
 const EMPTY = Buffer.alloc(0)
 const EVENTS = new Set(['phx_join', 'access_token'])
 
@@ -49,26 +65,49 @@ export function maskedTextFrame(text: string): Buffer {
 const NEEDLE = Buffer.from('access_token')
 /** The needle's `_`, the byte searched for first (rarer in JSON than its letters). */
 const PIVOT = NEEDLE.indexOf(0x5f)
+const BACKSLASH = 0x5c
+const U = 0x75
 
 /**
  * Whether the masked payload of `length` bytes at `at` (its mask the 4 bytes before it) holds
- * `access_token`, read in place: most frames (broadcasts, presence, heartbeats) hold none, and are
- * then neither copied, unmasked nor decoded. The payload is read 4 bytes at a time, each compared
- * with `_` masked by its own byte of the mask; only a `_` is then checked for the whole needle.
+ * `access_token`, or a `\u` escape (which could spell it: both JSON decoders read
+ * `"\u0061ccess_token"` as the key), read in place: most frames (broadcasts, presence, heartbeats)
+ * hold neither, and are then neither copied, unmasked nor decoded. The payload is read 4 bytes at a
+ * time, each compared with `_` and `\` masked by its own byte of the mask; only those are then
+ * checked for the whole needle or the escape.
  */
 export function holdsNeedle(data: Uint8Array, at: number, length: number): boolean {
-  const u0 = data[at - 4]! ^ 0x5f
-  const u1 = data[at - 3]! ^ 0x5f
-  const u2 = data[at - 2]! ^ 0x5f
-  const u3 = data[at - 1]! ^ 0x5f
+  const m0 = data[at - 4]!
+  const m1 = data[at - 3]!
+  const m2 = data[at - 2]!
+  const m3 = data[at - 1]!
+  const u0 = m0 ^ 0x5f
+  const u1 = m1 ^ 0x5f
+  const u2 = m2 ^ 0x5f
+  const u3 = m3 ^ 0x5f
+  const b0 = m0 ^ BACKSLASH
+  const b1 = m1 ^ BACKSLASH
+  const b2 = m2 ^ BACKSLASH
+  const b3 = m3 ^ BACKSLASH
   let i = 0
   for (; i + 3 < length; i += 4) {
     const p = at + i
-    if (data[p] !== u0 && data[p + 1] !== u1 && data[p + 2] !== u2 && data[p + 3] !== u3) continue
-    for (let k = i; k < i + 4; k++) if (needleAt(data, at, length, k - PIVOT)) return true
+    const c0 = data[p]
+    const c1 = data[p + 1]
+    const c2 = data[p + 2]
+    const c3 = data[p + 3]
+    if (c0 !== u0 && c1 !== u1 && c2 !== u2 && c3 !== u3 && c0 !== b0 && c1 !== b1 && c2 !== b2 && c3 !== b3) continue
+    for (let k = i; k < i + 4; k++) if (hitAt(data, at, length, k)) return true
   }
-  for (; i < length; i++) if (needleAt(data, at, length, i - PIVOT)) return true
+  for (; i < length; i++) if (hitAt(data, at, length, i)) return true
   return false
+}
+
+/** Whether the payload's byte `k` is the `_` of the needle or the `\` of a `\u` escape. */
+function hitAt(data: Uint8Array, at: number, length: number, k: number): boolean {
+  const byte = data[at + k]! ^ data[at - 4 + (k & 3)]!
+  if (byte === BACKSLASH) return k + 1 < length && (data[at + k + 1]! ^ data[at - 4 + ((k + 1) & 3)]!) === U
+  return byte === 0x5f && needleAt(data, at, length, k - PIVOT)
 }
 
 /** Whether the needle starts at `from` in the masked payload of `length` bytes at `at`. */
@@ -83,8 +122,39 @@ function needleAt(data: Uint8Array, at: number, length: number, from: number): b
 
 /** A Phoenix token message read from a frame: the parsed message and its payload object. */
 interface TokenMessage {
-  message: unknown[]
+  message: unknown
   body: { access_token: string }
+}
+
+/** JSON's structural bytes that cost its parser: `[`, `{`, `:` and `,`. */
+function structure(payload: Uint8Array): number {
+  let n = 0
+  for (let i = 0; i < payload.length; i++) {
+    const c = payload[i]
+    if (c === 0x5b || c === 0x7b || c === 0x3a || c === 0x2c) n++
+  }
+  return n
+}
+
+/**
+ * A parsed frame read as Phoenix reads a `phx_join` or `access_token` message carrying a token:
+ * serializer 2.0.0's array (its first five elements) or 1.0.0's object.
+ */
+export function readTokenMessage(message: unknown): TokenMessage | undefined {
+  let event: unknown
+  let body: unknown
+  if (Array.isArray(message)) {
+    if (message.length < 5) return undefined
+    event = message[3]
+    body = message[4]
+  } else if (typeof message === 'object' && message !== null) {
+    event = (message as { event?: unknown }).event
+    body = (message as { payload?: unknown }).payload
+  } else return undefined
+  if (typeof event !== 'string' || !EVENTS.has(event)) return undefined
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined
+  if (typeof (body as { access_token?: unknown }).access_token !== 'string') return undefined
+  return { message, body: body as { access_token: string } }
 }
 
 /** The masked payload at `at` read as a Phoenix `phx_join` or `access_token` message with a token, if it is one. */
@@ -92,17 +162,14 @@ function tokenMessage(data: Buffer, at: number, length: number): TokenMessage | 
   if (!holdsNeedle(data, at, length)) return undefined
   const payload = Buffer.from(data.subarray(at, at + length))
   for (let i = 0; i < length; i++) payload[i]! ^= data[at - 4 + (i & 3)]!
+  if (structure(payload) > MAX_STRUCTURE) return undefined
   let message: unknown
   try {
     message = JSON.parse(payload.toString('utf8'))
   } catch {
     return undefined
   }
-  // Phoenix's serializer 2.0.0: [join_ref, ref, topic, event, payload].
-  if (!Array.isArray(message) || message.length !== 5 || !EVENTS.has(message[3] as string)) return undefined
-  const body = message[4] as { access_token?: unknown } | null
-  if (typeof body !== 'object' || body === null || typeof body.access_token !== 'string') return undefined
-  return { message, body: body as { access_token: string } }
+  return readTokenMessage(message)
 }
 
 /**
@@ -117,8 +184,15 @@ export class PhoenixFrames {
   readonly #swap: TokenSwap
   readonly #send: (bytes: Buffer) => void
   readonly #refuse: (fault: string) => void
-  /** The start of a frame (its head, or a whole readable frame) not all here yet. */
-  #pending: Buffer = EMPTY
+  /**
+   * The start of a frame (its head, or a whole readable frame) not all here yet, in the chunks it
+   * came in: joined once it is whole (`#need` bytes), not at every chunk, which would copy it again
+   * for each of the segments a slow or hostile client cuts it into.
+   */
+  #pending: Buffer[] = []
+  #pendingLength = 0
+  /** The bytes the pending frame needs to be read; 0 while its head is not whole. */
+  #need = 0
   /** Bytes of the current frame still to pass as they are. */
   #passing = 0
   #refused = false
@@ -165,14 +239,28 @@ export class PhoenixFrames {
 
   #readChunk(chunk: Buffer): Promise<void> | undefined {
     if (this.#refused) return undefined
-    const data = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk])
-    this.#pending = EMPTY
+    let data = chunk
+    if (this.#pendingLength > 0) {
+      this.#pending.push(chunk)
+      this.#pendingLength += chunk.length
+      if (this.#pendingLength < this.#need) return undefined
+      data = Buffer.concat(this.#pending, this.#pendingLength)
+      this.#pending = []
+      this.#pendingLength = 0
+    }
     return this.#read(data, 0, 0)
   }
 
   /** The start of a frame the stream ended inside, sent on as it is (Realtime judges it). */
   rest(): Buffer {
-    return this.#refused ? EMPTY : this.#pending
+    return this.#refused || this.#pendingLength === 0 ? EMPTY : Buffer.concat(this.#pending, this.#pendingLength)
+  }
+
+  /** Keeps `data` from `at` on, the start of a frame, until the `need` bytes it needs are here. */
+  #hold(data: Buffer, at: number, need: number): void {
+    this.#pending = [data.subarray(at)]
+    this.#pendingLength = data.length - at
+    this.#need = need
   }
 
   /**
@@ -181,7 +269,10 @@ export class PhoenixFrames {
    */
   #read(data: Buffer, run: number, at: number): Promise<void> | undefined {
     const end = data.length
+    // What the frame the chunk ends inside needs: 0 while its head is not whole.
+    let need = 0
     while (at < end) {
+      need = 0
       if (this.#passing > 0) {
         const n = Math.min(this.#passing, end - at)
         this.#passing -= n
@@ -214,31 +305,31 @@ export class PhoenixFrames {
         this.#passing = length
         continue
       }
-      if (end - at < size + length) break
+      need = size + length
+      if (end - at < need) break
       const found = tokenMessage(data, at + size, length)
       if (found === undefined) {
         at += size + length
         continue
       }
       if (at > run) this.#send(data.subarray(run, at))
-      return this.#swapIn(found, data, at, at + size + length)
+      return this.#swapIn(found, data, at + size + length)
     }
     if (at > run) this.#send(data.subarray(run, at))
-    if (at < end) this.#pending = data.subarray(at)
+    if (at < end) this.#hold(data, at, need)
     return undefined
   }
 
-  /** The frame from `start` to `next` holds `found`: its token swapped (or refused), then the rest of `data`. */
-  async #swapIn(found: TokenMessage, data: Buffer, start: number, next: number): Promise<void> {
+  /** The frame ending at `next` holds `found`: it leaves with its token swapped (or is refused), then the rest of `data`. */
+  async #swapIn(found: TokenMessage, data: Buffer, next: number): Promise<void> {
     const real = await this.#swap(found.body.access_token)
-    // Not a stand-in: the frame leaves as it came, with the bytes after it.
-    if (real === undefined) return this.#read(data, start, next)
-    if (typeof real !== 'string') {
+    if (typeof real === 'object') {
       this.#refused = true
       this.#refuse(real.refused)
       return
     }
-    found.body.access_token = real
+    // Not a stand-in (the anonymous key, a token of the client's own) leaves as it was read too.
+    if (real !== undefined) found.body.access_token = real
     this.#send(maskedTextFrame(JSON.stringify(found.message)))
     return this.#read(data, next, next)
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { holdsNeedle, PhoenixFrames, type TokenSwap } from '../../src/sessions/socket-swap.ts'
+import { holdsNeedle, MAX_STRUCTURE, PhoenixFrames, type TokenSwap } from '../../src/sessions/socket-swap.ts'
 
 /**
  * The swap's parser reads frames in place and sends runs of them in one piece; these compare what
@@ -65,13 +65,26 @@ const TOKENS: Record<string, string | undefined | { refused: string }> = {
 const swapOf = (token: string) => TOKENS[token]
 const asyncSwap: TokenSwap = async (token) => swapOf(token)
 
-/** What the swap must send: each frame read whole and plainly, up to a refused one. */
+/**
+ * What the swap must send: each frame read whole and plainly, up to a refused one. A text frame
+ * that may spell `access_token` (the word, or a `\u` escape) and is not too large or too nested is
+ * decoded; a Phoenix `phx_join` or `access_token` message with a token in it (serializer 2.0.0's
+ * array, its first five elements, or 1.0.0's object) leaves serialized again, its token swapped
+ * when it is a stand-in.
+ */
 function reference(data: Buffer): { frames: Frame[]; refused?: string } {
   const frames: Frame[] = []
   for (const frame of decode(data)) {
     const text = Buffer.from(frame.payload, 'hex').toString('utf8')
     const length = frame.payload.length / 2
-    if (frame.b0 !== 0x81 || !frame.masked || length > 64 * 1024 || !text.includes('access_token')) {
+    const structure = [...text].filter((c) => '[{:,'.includes(c)).length
+    if (
+      frame.b0 !== 0x81 ||
+      !frame.masked ||
+      length > 64 * 1024 ||
+      !(text.includes('access_token') || text.includes('\\u')) ||
+      structure > MAX_STRUCTURE
+    ) {
       frames.push(frame)
       continue
     }
@@ -82,24 +95,25 @@ function reference(data: Buffer): { frames: Frame[]; refused?: string } {
       frames.push(frame)
       continue
     }
-    const body = Array.isArray(message) && message.length === 5 ? (message[4] as { access_token?: unknown }) : null
-    const event = Array.isArray(message) ? message[3] : undefined
-    if (
-      (event !== 'phx_join' && event !== 'access_token') ||
-      typeof body !== 'object' ||
-      body === null ||
-      typeof body.access_token !== 'string'
-    ) {
+    const [event, body] = Array.isArray(message)
+      ? message.length >= 5
+        ? [message[3], message[4]]
+        : []
+      : typeof message === 'object' && message !== null
+        ? [(message as Record<string, unknown>).event, (message as Record<string, unknown>).payload]
+        : []
+    const token =
+      typeof body === 'object' && body !== null && !Array.isArray(body)
+        ? (body as { access_token?: unknown }).access_token
+        : undefined
+    if ((event !== 'phx_join' && event !== 'access_token') || typeof token !== 'string') {
       frames.push(frame)
       continue
     }
-    const real = swapOf(body.access_token)
-    if (real === undefined) frames.push(frame)
-    else if (typeof real !== 'string') return { frames, refused: real.refused }
-    else {
-      body.access_token = real
-      frames.push({ b0: 0x81, masked: true, payload: Buffer.from(JSON.stringify(message)).toString('hex') })
-    }
+    const real = swapOf(token)
+    if (typeof real === 'object') return { frames, refused: real.refused }
+    if (real !== undefined) (body as { access_token: string }).access_token = real
+    frames.push({ b0: 0x81, masked: true, payload: Buffer.from(JSON.stringify(message)).toString('hex') })
   }
   return { frames }
 }
@@ -147,6 +161,45 @@ const frame: fc.Arbitrary<Buffer> = fc.oneof(
     .tuple(text, fc.constantFrom('access_token', 'access_toke', 'ccess_token', 'access_tokem', ''), text, mask)
     .map(([a, needle, b, m]) => encode(0x81, utf8(message('broadcast', { a: a + needle + b })), m)),
   fc.tuple(text, mask).map(([t, m]) => encode(0x81, utf8(`${t}access_token${t}`), m)),
+  // The token message in Phoenix's other spellings: 1.0.0's object, more than five elements, an
+  // escaped key or event, a repeated key (the last is the one JSON.parse keeps).
+  fc
+    .tuple(fc.constantFrom('phx_join', 'access_token', 'broadcast'), fc.constantFrom(...Object.keys(TOKENS)), mask)
+    .map(([event, token, m]) =>
+      encode(
+        0x81,
+        utf8(JSON.stringify({ topic: 'realtime:room', event, payload: { access_token: token }, ref: '1' })),
+        m,
+      ),
+    ),
+  fc
+    .tuple(fc.constantFrom(...Object.keys(TOKENS)), fc.array(text, { maxLength: 3 }), mask)
+    .map(([token, extra, m]) =>
+      encode(0x81, utf8(JSON.stringify(['1', '2', 'realtime:room', 'phx_join', { access_token: token }, ...extra])), m),
+    ),
+  fc
+    .tuple(
+      fc.constantFrom(...Object.keys(TOKENS)),
+      fc.constantFrom('\\u0061ccess_token', 'access\\u005ftoken', 'access_token'),
+      fc.constantFrom('phx_join', 'phx\\u005fjoin'),
+      mask,
+    )
+    .map(([token, key, event, m]) => encode(0x81, utf8(`["1","2","t","${event}",{"${key}":"${token}"}]`), m)),
+  fc
+    .tuple(fc.constantFrom(...Object.keys(TOKENS)), fc.constantFrom(...Object.keys(TOKENS)), mask)
+    .map(([first, last, m]) =>
+      encode(0x81, utf8(`["1","2","t","phx_join",{"access_token":"${first}","access_token":"${last}"}]`), m),
+    ),
+  // More structure than the parser reads: passed as it came, whatever it holds.
+  fc
+    .tuple(
+      fc.constantFrom(...Object.keys(TOKENS)),
+      fc.integer({ min: MAX_STRUCTURE - 8, max: MAX_STRUCTURE + 8 }),
+      mask,
+    )
+    .map(([token, n, m]) =>
+      encode(0x81, utf8(`["1","2","t","phx_join",{"access_token":"${token}","x":"${','.repeat(n)}"}]`), m),
+    ),
   // Binary, unmasked, compressed (RSV1), a ping between fragments, a fragmented join, 126-length forms.
   fc.tuple(fc.uint8Array({ maxLength: 200 }), mask).map(([b, m]) => encode(0x82, b, m)),
   text.map((t) => encode(0x81, utf8(message('phx_join', { access_token: 'stand-in-1', t })))),
@@ -172,7 +225,7 @@ describe("Realtime's socket: the swap's parser against a plain reading of the fr
       fc.property(
         fc.uint8Array({ maxLength: 7 }),
         text,
-        fc.constantFrom('access_token', 'access_toke', 'ccess_token', '_', ''),
+        fc.constantFrom('access_token', 'access_toke', 'ccess_token', '_', '', '\\u', '\\', 'u'),
         text,
         mask,
         (before, a, needle, b, m) => {
@@ -181,7 +234,10 @@ describe("Realtime's socket: the swap's parser against a plain reading of the fr
           // The frame at an offset in a larger chunk, as in a relay.
           const data = Buffer.concat([before, frame])
           const at = before.length + frame.length - payload.length
-          assert.equal(holdsNeedle(data, at, payload.length), payload.includes('access_token'))
+          assert.equal(
+            holdsNeedle(data, at, payload.length),
+            payload.includes('access_token') || payload.includes('\\u'),
+          )
         },
       ),
       { numRuns: 2000 },

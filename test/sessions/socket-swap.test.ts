@@ -63,7 +63,7 @@ describe("Realtime's socket: stand-ins in join and token messages", () => {
     )
   })
 
-  it('a token it cannot swap, binary, fragmented and large frames pass byte for byte', async () => {
+  it('a token it does not swap leaves as it was read; binary, fragmented and large frames pass byte for byte', async () => {
     const unswapped = maskedTextFrame(join('nobody'))
     const binary = Buffer.from(maskedTextFrame(join('x')))
     binary[0] = 0x82
@@ -78,7 +78,33 @@ describe("Realtime's socket: stand-ins in join and token messages", () => {
       calls.push(t)
       return undefined
     })
-    assert.ok(out.equals(input))
+    // The token message serialized again (the same text here), under a mask of its own.
+    assert.equal(out.length, input.length)
+    assert.equal(frames(out.subarray(0, unswapped.length))[0]!.text, join('nobody'))
+    assert.ok(out.subarray(unswapped.length).equals(input.subarray(unswapped.length)))
     assert.deepEqual(calls, ['nobody'])
+  })
+  it('reads the token as Phoenix does: 1.0.0 objects, extra elements, escaped keys, a repeated key', async () => {
+    const swap = async (t: string) => (t === 'stand-in' ? 'real' : undefined)
+    const v1 = JSON.stringify({
+      topic: 'realtime:room',
+      event: 'phx_join',
+      payload: { access_token: 'stand-in' },
+      ref: '1',
+      join_ref: '1',
+    })
+    const six = JSON.stringify(['1', '1', 'realtime:room', 'phx_join', { access_token: 'stand-in' }, 'extra'])
+    const escaped = '["1","1","realtime:room","phx_join",{"\\u0061ccess_token":"stand-in"}]'
+    // JSON.parse keeps the last of a repeated key; Realtime's decoder may keep the first: what leaves
+    // holds only the one read here.
+    const repeated = '["1","1","realtime:room","phx_join",{"access_token":"stand-in","access_token":"anon"}]'
+    const out = frames(await through([v1, six, escaped, repeated].map(maskedTextFrame), swap)).map((f) =>
+      JSON.parse(f.text),
+    )
+    assert.equal(out[0].payload.access_token, 'real')
+    assert.equal(out[1][4].access_token, 'real')
+    assert.equal(out[2][4].access_token, 'real')
+    assert.deepEqual(out[3][4], { access_token: 'anon' })
+    assert.ok(!frames(await through([maskedTextFrame(repeated)], swap))[0]!.text.includes('stand-in'))
   })
 })
