@@ -29,8 +29,8 @@ export function requestBytes(port: number, spec: RequestSpec): Buffer {
   return Buffer.from(head + '\r\n' + (spec.body ?? ''))
 }
 
-/** Calls `onResponse(status)` once per complete HTTP/1.1 response read from the socket. */
-function responseReader(onResponse: (status: number) => void): (chunk: Buffer) => void {
+/** Calls `onResponse(status, body)` once per complete HTTP/1.1 response read from the socket (the body as framed). */
+function responseReader(onResponse: (status: number, body: Buffer) => void): (chunk: Buffer) => void {
   let buf: Buffer = Buffer.alloc(0)
   return (chunk) => {
     buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk])
@@ -48,8 +48,9 @@ function responseReader(onResponse: (status: number) => void): (chunk: Buffer) =
         total = last + 7
       } else total = end + 4
       if (buf.length < total) return
+      const body = buf.subarray(end + 4, total)
       buf = buf.subarray(total)
-      onResponse(status)
+      onResponse(status, body)
     }
   }
 }
@@ -87,6 +88,8 @@ export async function constantRate(options: {
   connections: number
   /** How long answers are awaited after the last request was due (default 1 s); later ones are errors. */
   drainMs?: number
+  /** Called with each answer to a request sent (its status and body as framed), to judge more than the status. */
+  inspect?: (status: number, body: Buffer) => void
 }): Promise<RateResult> {
   const bytes = requestBytes(options.port, options.request)
   const latencies = new Float64Array(Math.ceil((options.rate * options.durationMs) / 1000) + 16)
@@ -134,7 +137,7 @@ export async function constantRate(options: {
         open().catch(() => errors++)
       })
       socket.on('data', (chunk: Buffer) => read(chunk))
-      const read = responseReader((status) => {
+      const read = responseReader((status, body) => {
         // An answer to nothing sent (a 408 on an idle connection): counted, not timed.
         if (conn.dueAt === undefined) {
           unsolicited++
@@ -144,6 +147,7 @@ export async function constantRate(options: {
         conn.dueAt = undefined
         completed++
         statuses[status] = (statuses[status] ?? 0) + 1
+        options.inspect?.(status, body)
         release(conn)
       })
     })
