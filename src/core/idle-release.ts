@@ -42,8 +42,9 @@ function utilizationSince(): () => number {
  * Memory given back once a load is over (docs/decisions.md, D145). Under load V8 grows the young
  * generation to its largest (32 MiB of semi-spaces at Node.js's defaults) and keeps it, and the pages
  * a collection frees stay pooled in the process: RSS after a load stayed 60–70 MiB above idle for as
- * long as the process lived. When a check finds the event loop idle and the young generation grown,
- * one memory-reducing full collection shrinks the young generation and returns the pooled pages (a
+ * long as the process lived. When a check finds the event loop idle, and a check since the last
+ * collection found the young generation grown (V8's memory reducer may have shrunk it since, leaving
+ * the pooled pages where they were: D161), one memory-reducing full collection shrinks the young generation and returns the pooled pages (a
  * few tens of milliseconds, at a moment nothing is waiting). Only after a minute of idleness: that
  * collection drops V8's compiled code too, and a process whose load had only paused measured twice
  * the CPU per request while it warmed up again. Once per load: the young generation is small again
@@ -55,6 +56,12 @@ export class IdleRelease {
   /** Collections made, for the tests and the metrics. */
   released = 0
   #idleChecks = 0
+  /**
+   * A look found the young generation grown since the last collection here. Remembered: once a load
+   * is over, V8's own memory reducer may shrink the young generation before the minute is up, and
+   * the pages the load grew stay pooled in the process all the same.
+   */
+  #grown = false
 
   constructor(sources?: Partial<IdleReleaseSources>) {
     this.#sources = {
@@ -75,13 +82,15 @@ export class IdleRelease {
   }
 
   /**
-   * One look: collects when the loop was idle at this look and the IDLE_CHECKS - 1 before it, and the
-   * young generation is grown.
+   * One look: collects when the loop was idle at this look and the IDLE_CHECKS - 1 before it, and a
+   * look since the last collection found the young generation grown.
    */
   check(): boolean {
     this.#idleChecks = this.#sources.utilization() < IDLE_UTILIZATION ? this.#idleChecks + 1 : 0
-    if (this.#idleChecks < IDLE_CHECKS || this.#sources.newSpaceBytes() <= GROWN_NEW_SPACE_BYTES) return false
+    this.#grown ||= this.#sources.newSpaceBytes() > GROWN_NEW_SPACE_BYTES
+    if (this.#idleChecks < IDLE_CHECKS || !this.#grown) return false
     this.#sources.collect?.({ type: 'major', flavor: 'last-resort' })
+    this.#grown = false
     this.released++
     return true
   }
