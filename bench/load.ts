@@ -63,6 +63,8 @@ export interface RateResult {
   closedByServer: number
   /** Answers that came on a connection with no request in flight (not timed, not in `statuses`). */
   unsolicited: number
+  /** Requests never sent: still waiting for a free connection at the end (counted in `errors`). */
+  unsent: number
   /** Count per status code. */
   statuses: Record<number, number>
   /** Milliseconds from the time each request was due. */
@@ -193,6 +195,7 @@ export async function constantRate(options: {
     errors: errors + (total - completed - errors > 0 ? total - completed - errors : 0),
     closedByServer,
     unsolicited,
+    unsent: backlog.length - backlogHead,
     statuses,
     p50: percentile(sorted, 50),
     p99: percentile(sorted, 99),

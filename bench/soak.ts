@@ -4,7 +4,7 @@
  *
  *   npm run soak                       # 1 minute
  *   npm run soak -- --minutes 10 [--rate 600] [--sample 5] [--after 90] [--sockets 32]
- *                   [--plot docs/soak-memory.svg] [--no-faults] [--sources]
+ *                   [--plot docs/soak-memory.svg] [--no-faults] [--sources] [--node-options '...']
  *
  * Processes, so that each figure is the gateway's alone and each fault is a real process's:
  * - a fake Supabase Auth (answers every forwarded request with a small JSON, serves the key set);
@@ -40,6 +40,8 @@
  * from the gateway's metrics, every --sample seconds from before the load to --after seconds after
  * it. The verdicts (issue budget: RSS ≤ 150 MB; back within 20 MB of idle a minute after the load)
  * are printed; the samples are written as JSON and drawn as SVG (--plot; the JSON beside it).
+ * authgate's CPU time (user + system) over the load is printed per request answered. --node-options
+ * is authgate's NODE_OPTIONS (a V8 setting tried against the budget, say).
  * Never pass/fail: it prints figures and verdicts, and exits 0.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
@@ -70,6 +72,7 @@ const { values } = parseArgs({
     plot: { type: 'string' },
     'no-faults': { type: 'boolean', default: false },
     sources: { type: 'boolean', default: false },
+    'node-options': { type: 'string', default: '' },
   },
 })
 
@@ -223,8 +226,15 @@ async function stopChild(proc: ChildProcess, signal: NodeJS.Signals): Promise<vo
   await exited
 }
 
-function metric(text: string, name: string): number {
-  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)
+/** User + system CPU time of a process so far (/proc/<pid>/stat, in clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+function metric(text: string, name: string, label?: string): number {
+  const labels = label === undefined ? '(?:\\{[^}]*\\})?' : `\\{${label}\\}`
+  const m = new RegExp(`^${name}${labels} (\\S+)$`, 'm').exec(text)
   return m ? Number(m[1]) : NaN
 }
 
@@ -238,6 +248,7 @@ async function sample(pid: number, port: number, startedAt: number): Promise<Mem
     rssMb: rssKb / 1024,
     heapMb: metric(text, 'nodejs_heap_size_used_bytes') / 2 ** 20,
     heapTotalMb: metric(text, 'nodejs_heap_size_total_bytes') / 2 ** 20,
+    newSpaceMb: metric(text, 'nodejs_heap_space_size_total_bytes', 'space="new"') / 2 ** 20,
     externalMb: metric(text, 'nodejs_external_memory_bytes') / 2 ** 20,
     fds,
     loopP99Ms: metric(text, 'nodejs_eventloop_lag_p99_seconds') * 1000,
@@ -295,6 +306,7 @@ async function runDriver(): Promise<void> {
       SOAK_ISSUER: ISSUER,
       NODE_ENV: 'production',
       MALLOC_ARENA_MAX: '2',
+      ...(values['node-options'] ? { NODE_OPTIONS: values['node-options'] } : {}),
       AUTHGATE_BACKEND_URL: `http://127.0.0.1:${ports.backend}`,
       AUTHGATE_LOG_LEVEL: 'warn',
       AUTHGATE_CACHE_TTL: 'off',
@@ -409,7 +421,7 @@ async function runDriver(): Promise<void> {
   const socketUrl = `ws://127.0.0.1:${port}/realtime/v1/websocket?apikey=soak-key&vsn=2.0.0`
   console.log(
     `soak: ${rate} req/s and ${socketCount} Realtime sockets for ${minutes} min against authgate pid ${pid} (port ${port}, ` +
-      `${values.sources ? 'sources' : 'compiled'}, MALLOC_ARENA_MAX=2, NODE_ENV=production), faults ${faults ? 'on' : 'off'}; ` +
+      `${values.sources ? 'sources' : 'compiled'}, MALLOC_ARENA_MAX=2, NODE_ENV=production${values['node-options'] ? `, NODE_OPTIONS=${values['node-options']}` : ''}), faults ${faults ? 'on' : 'off'}; ` +
       `sampling every ${sampleS} s until ${afterS} s after the load; authgate's log: ${gatewayLog}`,
   )
   const startedAt = performance.now()
@@ -418,7 +430,7 @@ async function runDriver(): Promise<void> {
   const marks: Mark[] = []
   const print = (s: MemorySample) =>
     console.log(
-      `  +${s.atS.toFixed(0).padStart(4)} s  RSS ${s.rssMb.toFixed(1)} MB  heap ${s.heapMb.toFixed(1)} of ${s.heapTotalMb.toFixed(1)} MB  external ${s.externalMb.toFixed(1)} MB  fds ${s.fds}  loop p99 ${s.loopP99Ms.toFixed(1)} ms`,
+      `  +${s.atS.toFixed(0).padStart(4)} s  RSS ${s.rssMb.toFixed(1)} MB  heap ${s.heapMb.toFixed(1)} of ${s.heapTotalMb.toFixed(1)} MB  young ${s.newSpaceMb.toFixed(0)} MB  external ${s.externalMb.toFixed(1)} MB  fds ${s.fds}  loop p99 ${s.loopP99Ms.toFixed(1)} ms`,
     )
   print(samples[0]!)
   let sampling = true
@@ -435,6 +447,7 @@ async function runDriver(): Promise<void> {
   const sockets = new RealtimeClients(socketUrl, socketCount)
   await sockets.start()
   const loadStartS = nowS()
+  const cpuAtStart = cpuSeconds(pid)
   marks.push({ atS: loadStartS, label: 'load' })
 
   // Answers off the routes' usual statuses, per second of the run: where the faults show.
@@ -518,7 +531,8 @@ async function runDriver(): Promise<void> {
           request: r.spec,
           rate: rate * r.share,
           durationMs: chunk,
-          connections: Math.max(2, Math.ceil((rate * r.share) / 50)),
+          // Room for 100 ms answers (a loaded machine) before requests wait for a connection.
+          connections: Math.max(2, Math.ceil((rate * r.share) / 10)),
           drainMs: 10_000,
           inspect: inspectFor(r),
         }),
@@ -535,6 +549,7 @@ async function runDriver(): Promise<void> {
   await Promise.all(faultRuns)
   await sockets.stop()
   const loadEndS = nowS()
+  const cpuUnderLoad = cpuSeconds(pid) - cpuAtStart
   marks.push({ atS: loadEndS, label: 'load ends' })
   console.log(`load over at +${loadEndS.toFixed(0)} s; sampling the idle process for ${afterS} s`)
   await sleep(afterS * 1000 + 500)
@@ -545,6 +560,7 @@ async function runDriver(): Promise<void> {
   console.log('\nper route: due, answered, unanswered; statuses; worst chunk p99, max')
   let due = 0
   let answered = 0
+  let unsent = 0
   let unexpected = 0
   for (const [i, r] of routes.entries()) {
     const rs = results[i]!
@@ -559,6 +575,7 @@ async function runDriver(): Promise<void> {
     }
     due += d
     answered += c
+    unsent += rs.reduce((a, x) => a + x.unsent, 0)
     console.log(
       `  ${r.name.padEnd(28)} ${String(d).padStart(7)} ${String(c).padStart(7)} ${String(d - c).padStart(4)}  ` +
         `${Object.entries(statuses)
@@ -576,8 +593,10 @@ async function runDriver(): Promise<void> {
       .map(([s, n]) => `${s}×${n}`)
       .join(' ') || 'none'
   console.log(
-    `requests: ${due} due, ${answered} answered, ${due - answered} unanswered (timed out or cut); ` +
-      `${unexpected} with a status the route does not give; ${(answered / elapsedLoadS).toFixed(0)} req/s achieved of ${rate}`,
+    `requests: ${due} due, ${answered} answered, ${due - answered - unsent} sent and unanswered (timed out or cut), ` +
+      `${unsent} never sent (the load generator's connections all busy at the end of a minute); ` +
+      `${unexpected} with a status the route does not give; ${(answered / elapsedLoadS).toFixed(0)} req/s achieved of ${rate}; ` +
+      `authgate's CPU ${cpuUnderLoad.toFixed(1)} s under the load, ${((cpuUnderLoad / answered) * 1e6).toFixed(0)} µs per request answered (sockets' frames included)`,
   )
   console.log(
     `  answered 502/503/504 in authgate's error shape (a backend restarting, counted as answered): ${list(shaped)}; ` +
@@ -606,7 +625,7 @@ async function runDriver(): Promise<void> {
   const lostSockets = sc.neverClosed + sc.notResumed + Math.max(0, sc.endedWithoutClose - sc.resumed)
   console.log(
     `nothing lost: ${due - answered === 0 && unexpected === 0 && lostSockets === 0 ? 'yes' : 'NO'} ` +
-      `(${due - answered} requests unanswered, ${unexpected} unexpected, ${lostSockets} sockets ended without a close and not resumed)`,
+      `(${due - answered - unsent} requests sent and unanswered, ${unsent} never sent, ${unexpected} unexpected, ${lostSockets} sockets ended without a close and not resumed)`,
   )
   if (faultLog.length > 0) console.log(`faults:\n${faultLog.join('\n')}`)
 
@@ -642,7 +661,7 @@ async function runDriver(): Promise<void> {
     writeFileSync(
       values.plot,
       memoryPlotSvg(samples, marks, {
-        title: `authgate memory, ${minutes} min soak at ${rate} req/s + ${socketCount} sockets, faults ${faults ? 'on' : 'off'}, then idle`,
+        title: `authgate memory, ${minutes} min soak at ${rate} req/s + ${socketCount} sockets, faults ${faults ? 'on' : 'off'}, then idle${values['node-options'] ? ` (${values['node-options']})` : ''}`,
         budgetMb: ISSUE_BUDGET.maxRssMb,
       }),
     )

@@ -10,6 +10,8 @@ export interface MemorySample {
   heapMb: number
   /** V8's reserved heap and memory outside it (buffers): where an RSS step comes from. */
   heapTotalMb: number
+  /** The young generation's reserved size (its semi-spaces): what a load grows and the idle release shrinks. */
+  newSpaceMb: number
   externalMb: number
   fds: number
   loopP99Ms: number

@@ -7,6 +7,7 @@ const at = (atS: number, rssMb: number, heapMb = 30): MemorySample => ({
   rssMb,
   heapMb,
   heapTotalMb: heapMb + 10,
+  newSpaceMb: 16,
   externalMb: 5,
   fds: 30,
   loopP99Ms: 10,
