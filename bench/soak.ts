@@ -657,7 +657,7 @@ async function runDriver(): Promise<void> {
       verdicts: v,
       samples,
     }
-    writeFileSync(jsonPath, JSON.stringify(description, null, 1) + '\n')
+    writeFileSync(jsonPath, JSON.stringify(description, null, 2) + '\n')
     writeFileSync(
       values.plot,
       memoryPlotSvg(samples, marks, {
