@@ -29,8 +29,8 @@ export function requestBytes(port: number, spec: RequestSpec): Buffer {
   return Buffer.from(head + '\r\n' + (spec.body ?? ''))
 }
 
-/** Calls `onResponse(status)` once per complete HTTP/1.1 response read from the socket. */
-function responseReader(onResponse: (status: number) => void): (chunk: Buffer) => void {
+/** Calls `onResponse(status, body)` once per complete HTTP/1.1 response read from the socket (the body as framed). */
+function responseReader(onResponse: (status: number, body: Buffer) => void): (chunk: Buffer) => void {
   let buf: Buffer = Buffer.alloc(0)
   return (chunk) => {
     buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk])
@@ -48,8 +48,9 @@ function responseReader(onResponse: (status: number) => void): (chunk: Buffer) =
         total = last + 7
       } else total = end + 4
       if (buf.length < total) return
+      const body = buf.subarray(end + 4, total)
       buf = buf.subarray(total)
-      onResponse(status)
+      onResponse(status, body)
     }
   }
 }
@@ -62,6 +63,8 @@ export interface RateResult {
   closedByServer: number
   /** Answers that came on a connection with no request in flight (not timed, not in `statuses`). */
   unsolicited: number
+  /** Requests never sent: still waiting for a free connection at the end (counted in `errors`). */
+  unsent: number
   /** Count per status code. */
   statuses: Record<number, number>
   /** Milliseconds from the time each request was due. */
@@ -87,6 +90,8 @@ export async function constantRate(options: {
   connections: number
   /** How long answers are awaited after the last request was due (default 1 s); later ones are errors. */
   drainMs?: number
+  /** Called with each answer to a request sent (its status and body as framed), to judge more than the status. */
+  inspect?: (status: number, body: Buffer) => void
 }): Promise<RateResult> {
   const bytes = requestBytes(options.port, options.request)
   const latencies = new Float64Array(Math.ceil((options.rate * options.durationMs) / 1000) + 16)
@@ -134,7 +139,7 @@ export async function constantRate(options: {
         open().catch(() => errors++)
       })
       socket.on('data', (chunk: Buffer) => read(chunk))
-      const read = responseReader((status) => {
+      const read = responseReader((status, body) => {
         // An answer to nothing sent (a 408 on an idle connection): counted, not timed.
         if (conn.dueAt === undefined) {
           unsolicited++
@@ -144,6 +149,7 @@ export async function constantRate(options: {
         conn.dueAt = undefined
         completed++
         statuses[status] = (statuses[status] ?? 0) + 1
+        options.inspect?.(status, body)
         release(conn)
       })
     })
@@ -189,6 +195,7 @@ export async function constantRate(options: {
     errors: errors + (total - completed - errors > 0 ? total - completed - errors : 0),
     closedByServer,
     unsolicited,
+    unsent: backlog.length - backlogHead,
     statuses,
     p50: percentile(sorted, 50),
     p99: percentile(sorted, 99),

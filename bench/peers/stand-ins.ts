@@ -5,21 +5,28 @@
  *   node bench/peers/stand-ins.ts <realtime port> <storage port>
  *
  * - Realtime: any WebSocket handshake gets 101, then each of the client's (masked) frames is echoed
- *   back as a server (unmasked) frame. No Phoenix semantics: the relay under test only moves frames.
- * - Storage: `GET /object/bench/10mb` answers a 10 MiB object; `POST /object/bench/upload` reads the
- *   whole body, then answers as Storage does. (nginx answers before it has read a request body, so a
+ *   back as a server (unmasked) frame: a text frame as text, a ping as a pong, a close as a close
+ *   that ends the socket. No Phoenix semantics: the relay under test only moves frames. Stopped
+ *   (`stop()`), it ends each socket with a close frame 1001 (going away), as a server that restarts.
+ * - Storage: `GET /object/bench/10mb` answers a 10 MiB object, `GET /object/bench/512kb` a 512 KiB
+ *   one; `POST /object/bench/upload` reads the whole body, then answers as Storage does. (nginx answers before it has read a request body, so a
  *   relay would be measured on a race, not on an upload.)
  */
 import { createHash } from 'node:crypto'
 import { createServer as createHttpServer } from 'node:http'
-import { createServer } from 'node:net'
+import { createServer, type Socket } from 'node:net'
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
 export const OBJECT_BYTES = 10 * 1024 * 1024
+export const SMALL_OBJECT_BYTES = 512 * 1024
+/** A close frame with 1001 (going away). */
+const GOING_AWAY_FRAME = Buffer.from([0x88, 0x02, 0x03, 0xe9])
 
 /** The stand-in Realtime server: a 101 for any handshake, then each client frame echoed unmasked. */
-export function serveRealtime(port: number): void {
-  createServer((socket) => {
+export function serveRealtime(port: number): { listening: Promise<void>; stop(): Promise<void> } {
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    socket.on('close', () => sockets.delete(socket))
     socket.setNoDelay(true)
     let head: Buffer = Buffer.alloc(0)
     let upgraded = false
@@ -38,19 +45,24 @@ export function serveRealtime(port: number): void {
           `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
         )
         upgraded = true
+        sockets.add(socket)
         chunk = head.subarray(end + 4)
         if (chunk.length === 0) return
       }
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
       const out: Buffer[] = []
       let at = 0
+      let closing = false
       // Short masked frames only (the client's): 2 bytes of head, 4 of mask, the payload.
       while (pending.length - at >= 6) {
         const length = pending[at + 1]! & 0x7f
         if (pending.length - at < 6 + length) break
         const mask = pending.subarray(at + 2, at + 6)
+        const opcode = pending[at]! & 0x0f
         const frame = Buffer.allocUnsafe(2 + length)
-        frame[0] = 0x81
+        // A ping is answered with a pong, a close with a close; anything else goes back as text.
+        frame[0] = opcode === 0x9 ? 0x8a : opcode === 0x8 ? 0x88 : 0x81
+        closing ||= opcode === 0x8
         frame[1] = length
         for (let i = 0; i < length; i++) frame[2 + i] = pending[at + 6 + i]! ^ mask[i % 4]!
         out.push(frame)
@@ -58,15 +70,29 @@ export function serveRealtime(port: number): void {
       }
       pending = pending.subarray(at)
       if (out.length > 0) socket.write(out.length === 1 ? out[0]! : Buffer.concat(out))
+      if (closing) socket.end()
     })
-  }).listen(port, '127.0.0.1')
+  })
+  server.listen(port, '127.0.0.1')
+  return {
+    listening: new Promise((resolve) => server.once('listening', resolve)),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        for (const socket of sockets) socket.end(GOING_AWAY_FRAME)
+      }),
+  }
 }
 
-/** The stand-in Storage server: one object to download, one path to upload to. */
+/** The stand-in Storage server: two objects to download, one path to upload to. */
 export function serveStorage(port: number): void {
-  const object = Buffer.alloc(OBJECT_BYTES, 'authgate ')
+  const objects = new Map([
+    ['/object/bench/10mb', Buffer.alloc(OBJECT_BYTES, 'authgate ')],
+    ['/object/bench/512kb', Buffer.alloc(SMALL_OBJECT_BYTES, 'authgate ')],
+  ])
   createHttpServer((req, res) => {
-    if (req.method === 'GET' && req.url === '/object/bench/10mb') {
+    const object = req.method === 'GET' ? objects.get(req.url ?? '') : undefined
+    if (object !== undefined) {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': object.length })
       res.end(object)
       return

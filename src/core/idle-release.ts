@@ -43,13 +43,14 @@ function utilizationSince(): () => number {
  * Memory given back once a load is over (docs/decisions.md, D145). Under load V8 grows the young
  * generation to its largest (32 MiB of semi-spaces at Node.js's defaults) and keeps it, and the pages
  * a collection frees stay pooled in the process: RSS after a load stayed 60–70 MiB above idle for as
- * long as the process lived. When a check finds the event loop idle and the young generation grown,
- * one memory-reducing full collection shrinks the young generation and returns the pooled pages (a
- * few tens of milliseconds, at a moment nothing is waiting). Only after 45 s of idleness: that
- * collection drops V8's compiled code too, and a process whose load had only paused (for 10 s in
- * D145's first form) measured twice the CPU per request while it warmed up again; 45 s is past any
- * such pause and leaves the collection done within a minute of the load's end. Once per load: the
- * young generation is small again after it.
+ * long as the process lived. When a check finds the event loop idle, and a check since the last
+ * collection found the young generation grown (V8's memory reducer may have shrunk it since, leaving
+ * the pooled pages where they were: D161), one memory-reducing full collection shrinks the young
+ * generation and returns the pooled pages (a few tens of milliseconds, at a moment nothing is
+ * waiting). Only after 45 s of idleness: that collection drops V8's compiled code too, and a process
+ * whose load had only paused (for 10 s in D145's first form) measured twice the CPU per request
+ * while it warmed up again; 45 s is past any such pause and leaves the collection done within a
+ * minute of the load's end. Once per load: the young generation is small again after it.
  */
 export class IdleRelease {
   readonly #sources: IdleReleaseSources
@@ -57,6 +58,12 @@ export class IdleRelease {
   /** Collections made, for the tests and the metrics. */
   released = 0
   #idleChecks = 0
+  /**
+   * A look found the young generation grown since the last collection here. Remembered: once a load
+   * is over, V8's own memory reducer may shrink the young generation before the 45 s are up, and
+   * the pages the load grew stay pooled in the process all the same.
+   */
+  #grown = false
 
   constructor(sources?: Partial<IdleReleaseSources>) {
     this.#sources = {
@@ -77,13 +84,15 @@ export class IdleRelease {
   }
 
   /**
-   * One look: collects when the loop was idle at this look and the IDLE_CHECKS - 1 before it, and the
-   * young generation is grown.
+   * One look: collects when the loop was idle at this look and the IDLE_CHECKS - 1 before it, and a
+   * look since the last collection found the young generation grown.
    */
   check(): boolean {
     this.#idleChecks = this.#sources.utilization() < IDLE_UTILIZATION ? this.#idleChecks + 1 : 0
-    if (this.#idleChecks < IDLE_CHECKS || this.#sources.newSpaceBytes() <= GROWN_NEW_SPACE_BYTES) return false
+    this.#grown ||= this.#sources.newSpaceBytes() > GROWN_NEW_SPACE_BYTES
+    if (this.#idleChecks < IDLE_CHECKS || !this.#grown) return false
     this.#sources.collect?.({ type: 'major', flavor: 'last-resort' })
+    this.#grown = false
     this.released++
     return true
   }

@@ -41,6 +41,28 @@ test('one memory-reducing collection once the loop has been idle for a minute wi
   assert.equal(calls.length, 1)
 })
 
+test('a young generation the load grew and V8 shrank on its own before the minute was up still gets its collection', () => {
+  let calls = 0
+  let newSpace = 32 * MiB
+  let utilization = 0.5
+  const release = new IdleRelease({
+    utilization: () => utilization,
+    newSpaceBytes: () => newSpace,
+    collect: () => calls++,
+  })
+  // Under load: the young generation at its largest.
+  assert.equal(release.check(), false)
+  // The load is over; V8's memory reducer shrinks the young generation at once, its pages stay pooled.
+  utilization = 0.001
+  newSpace = 1 * MiB
+  for (let i = 1; i < IDLE_CHECKS; i++) assert.equal(release.check(), false)
+  assert.equal(release.check(), true)
+  assert.equal(calls, 1)
+  // Once per load: idle on, nothing more.
+  for (let i = 0; i < IDLE_CHECKS * 2; i++) assert.equal(release.check(), false)
+  assert.equal(calls, 1)
+})
+
 test("V8's reducing collection shrinks a young generation a load grew", (t) => {
   const collect = collector()
   if (collect === undefined) return t.skip('V8 refuses --expose-gc here')
