@@ -317,7 +317,8 @@ execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' })
 function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildProcess {
   return start(
     process.execPath,
-    ['dist/main.js'],
+    // As the container image runs it (Dockerfile's CMD): the young generation held at 8 MiB semi-spaces.
+    ['--max-semi-space-size=8', 'dist/main.js'],
     {
       PORT: String(port),
       HOST: '127.0.0.1',

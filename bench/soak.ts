@@ -72,7 +72,8 @@ const { values } = parseArgs({
     plot: { type: 'string' },
     'no-faults': { type: 'boolean', default: false },
     sources: { type: 'boolean', default: false },
-    'node-options': { type: 'string', default: '' },
+    // As the container image runs it (Dockerfile's CMD).
+    'node-options': { type: 'string', default: '--max-semi-space-size=8' },
   },
 })
 
