@@ -87,10 +87,9 @@ export class ServiceProxy {
    * No `apikey`: a service's key is the request's own, judged by the key rules.
    */
   #identity(ip: string, requestId: string): string[] {
-    const out = ['x-forwarded-for', ip]
-    if (this.#o.clientIpHeader !== 'x-forwarded-for') out.push(this.#o.clientIpHeader, ip)
-    out.push(this.#o.requestIdHeader, requestId)
-    return out
+    // Whole literals: pushing onto one reserved room for seventeen entries.
+    if (this.#o.clientIpHeader === 'x-forwarded-for') return ['x-forwarded-for', ip, this.#o.requestIdHeader, requestId]
+    return ['x-forwarded-for', ip, this.#o.clientIpHeader, ip, this.#o.requestIdHeader, requestId]
   }
 
   /** The identity headers of a request that did not come through Fastify (Realtime's socket). */
