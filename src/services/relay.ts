@@ -48,8 +48,8 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   #flushed = false
   #flushTimer: NodeJS.Immediate | undefined
 
-  // Listened for only once a write is refused: most answers fit the socket's buffer.
-  #drainListening = false
+  // Made and listened for only once a write is refused: most answers fit the socket's buffer.
+  #onDrain: (() => void) | undefined
 
   constructor(options: StreamRelayOptions) {
     this.options = options
@@ -65,13 +65,11 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
     this.#controller?.abort(new Error('client closed the connection'))
   }
 
-  readonly #onDrain = () => this.#controller?.resume()
-
   /** Writes a chunk; when the client's socket is full, the upstream waits for its 'drain'. */
   #write(chunk: Buffer, controller: Dispatcher.DispatchController | undefined): void {
     if (this.#res.write(chunk)) return
-    if (!this.#drainListening) {
-      this.#drainListening = true
+    if (this.#onDrain === undefined) {
+      this.#onDrain = () => this.#controller?.resume()
       this.#res.on('drain', this.#onDrain)
     }
     controller?.pause()
@@ -95,7 +93,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   #done(): void {
     if (this.#flushTimer !== undefined) clearImmediate(this.#flushTimer)
     this.#res.off('close', this.#onClose)
-    if (this.#drainListening) this.#res.off('drain', this.#onDrain)
+    if (this.#onDrain !== undefined) this.#res.off('drain', this.#onDrain)
     this.options.onDone?.()
   }
 
