@@ -239,7 +239,12 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     quiet.add(config.readinessPath)
   }
 
+  // With a logger, the metrics and the request's line are written from the log controller, not
+  // from `onResponse` hooks (src/observability/log-controller.ts, D150).
+  const completion =
+    server.logger !== false && server.logController instanceof AuthgateLogController ? server.logController : undefined
   const metrics = createMetrics(app, {
+    completion,
     rateLimiter,
     readiness,
     processMetrics: options.processMetrics ?? false,
@@ -281,7 +286,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     })
     app.addHook('onClose', async () => stop?.())
   }
-  registerRequestLog(app, { quietPaths: quiet })
+  registerRequestLog(app, { quietPaths: quiet, completion })
   app.decorate('authgateService', { readiness, metrics: metrics.registry, metricsPort: () => metricsPort })
 
   if (options.openapi?.enabled !== false) {

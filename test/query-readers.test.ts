@@ -41,12 +41,6 @@ const ALLOWED: ReadonlyArray<{ file: string; where: string; kind: Kind; why: str
     why: 'the Go reader itself: pairs split on `&` only, as ParseQuery splits them',
   },
   {
-    file: 'core/go-values.ts',
-    where: 'backendValues',
-    kind: "split('&')",
-    why: 'the Go reader itself',
-  },
-  {
     file: 'auth/query.ts',
     where: 'checkQuery',
     kind: 'request.query read',

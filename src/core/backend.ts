@@ -142,15 +142,28 @@ export class SupabaseAuthClient {
    * Supabase Auth: forwarded, cookie sessions' refresh, the doctor's probes, the key set.
    */
   identityHeaders(who: RequestIdentity = {}): string[] {
-    const out: string[] = []
     const ip = who.clientIp
+    const id = this.#idHeader !== undefined ? who.requestId : undefined
+    // Sized at once (a forwarded request makes one): pushing into an empty list reserved room for
+    // seventeen entries.
+    const out = new Array<string>(
+      (ip === undefined ? 0 : this.#ipHeader === undefined ? 2 : 4) + (id === undefined ? 0 : 2) + this.#fixed.length,
+    )
+    let n = 0
     if (ip !== undefined) {
       // One value, so Supabase Auth's left-most pick is the IP authgate decided on (D4).
-      out.push('x-forwarded-for', ip)
-      if (this.#ipHeader !== undefined) out.push(this.#ipHeader, ip)
+      out[n++] = 'x-forwarded-for'
+      out[n++] = ip
+      if (this.#ipHeader !== undefined) {
+        out[n++] = this.#ipHeader
+        out[n++] = ip
+      }
     }
-    if (this.#idHeader !== undefined && who.requestId !== undefined) out.push(this.#idHeader, who.requestId)
-    for (const v of this.#fixed) out.push(v)
+    if (id !== undefined) {
+      out[n++] = this.#idHeader!
+      out[n++] = id
+    }
+    for (const v of this.#fixed) out[n++] = v
     return out
   }
 

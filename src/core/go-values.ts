@@ -65,17 +65,36 @@ export function backendPairs(text: string): BackendPair[] {
 
 /** The first value of each name, as the backend reads them. */
 export function backendValues(text: string): Record<string, string> {
+  return valuesFrom(text, 0)
+}
+
+/**
+ * The first value of each name in `text` from `start` on. Read pair by pair where it lies, with no
+ * list of the pairs and no copy of the query made first (every routed request reads its query).
+ */
+function valuesFrom(text: string, start: number): Record<string, string> {
   const out = valuesRecord()
-  if (text === '') return out
+  if (start >= text.length) return out
   let pairs = 1
-  for (let i = text.indexOf('&'); i !== -1; i = text.indexOf('&', i + 1)) pairs++
+  for (let i = text.indexOf('&', start); i !== -1; i = text.indexOf('&', i + 1)) pairs++
   if (pairs > MAX_QUERY_PAIRS) return out
-  for (const pair of text.split('&')) {
-    if (pair === '' || pair.includes(';')) continue
-    const eq = pair.indexOf('=')
-    const key = queryUnescape(eq === -1 ? pair : pair.slice(0, eq))
+  // The next `;` and `=` at or after the pair, each searched for again only once passed: the
+  // text is scanned a bounded number of times whatever the number of pairs.
+  let semicolon = text.indexOf(';', start)
+  let equals = text.indexOf('=', start)
+  for (let from = start; from <= text.length;) {
+    let end = text.indexOf('&', from)
+    if (end === -1) end = text.length
+    const at = from
+    from = end + 1
+    if (end === at) continue
+    if (semicolon !== -1 && semicolon < at) semicolon = text.indexOf(';', at)
+    if (semicolon !== -1 && semicolon < end) continue
+    if (equals !== -1 && equals < at) equals = text.indexOf('=', at)
+    const eq = equals !== -1 && equals < end ? equals : -1
+    const key = queryUnescape(text.slice(at, eq === -1 ? end : eq))
     if (key === undefined) continue
-    const value = queryUnescape(eq === -1 ? '' : pair.slice(eq + 1))
+    const value = queryUnescape(eq === -1 ? '' : text.slice(eq + 1, end))
     if (value === undefined || key in out) continue
     out[key] = value
   }
@@ -85,7 +104,7 @@ export function backendValues(text: string): Record<string, string> {
 /** The query of a raw request target, as the backend reads it. */
 export function backendQuery(target: string): Record<string, string> {
   const q = target.indexOf('?')
-  return q === -1 ? valuesRecord() : backendValues(target.slice(q + 1))
+  return q === -1 ? valuesRecord() : valuesFrom(target, q + 1)
 }
 
 /**

@@ -6,10 +6,18 @@ import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
  * says all that); errors of the default error handler are still logged, but only server errors
  * (a 4xx is in the request line with its code and reason).
  */
-export class AuthgateLogController extends LogController {
+export class AuthgateLogController extends LogController implements ResponseCompletion {
+  readonly #completed: ((request: FastifyRequest, reply: FastifyReply) => void)[] = []
+
   override incomingRequest(): void {}
 
-  override requestCompleted(error: Error | null | undefined, _request: FastifyRequest, reply: FastifyReply): void {
+  /** Adds what runs when each response is finished, in the order added (see `ResponseCompletion`). */
+  onCompleted(observer: (request: FastifyRequest, reply: FastifyReply) => void): void {
+    this.#completed.push(observer)
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    for (const observer of this.#completed) observer(request, reply)
     if (error) reply.log.error({ err: error }, 'request errored')
   }
 
@@ -18,4 +26,16 @@ export class AuthgateLogController extends LogController {
   override defaultErrorLog(error: Error, request: FastifyRequest, reply: FastifyReply): void {
     if (reply.statusCode >= 500) super.defaultErrorLog(error, request, reply)
   }
+}
+
+/**
+ * Where the service's per-response work (the request metrics, the request's log line) runs, in
+ * place of `onResponse` hooks. Fastify calls its log controller's `requestCompleted` when each
+ * response is finished, after the `onResponse` hooks, and runs those hooks through a runner it
+ * makes per response (three closures, about 0.25 KB): with no `onResponse` hook left it makes
+ * none. Only where Fastify has a logger: without one it calls `requestCompleted` only for routes
+ * that have `onResponse` hooks, so the hooks stay.
+ */
+export interface ResponseCompletion {
+  onCompleted(observer: (request: FastifyRequest, reply: FastifyReply) => void): void
 }

@@ -5,6 +5,7 @@ import type { RateLimiter } from '../ratelimit/index.ts'
 import type { BackendExchange } from '../core/backend-timing.ts'
 import type { MetricsSource } from './cluster-metrics.ts'
 import type { Readiness } from './health.ts'
+import type { ResponseCompletion } from './log-controller.ts'
 import { RequestSeries, type RouteSeries } from './request-series.ts'
 import { routeUrl } from './route-url.ts'
 
@@ -22,6 +23,8 @@ export interface MetricsOptions {
   clientErrors?: ReadonlyMap<string, number>
   /** Connections closed by AUTHGATE_MAX_CONNECTIONS (src/http/connection-limit.ts). */
   connectionLimit?: { readonly dropped: number }
+  /** Where each finished response is observed instead of an `onResponse` hook (src/observability/log-controller.ts). */
+  completion?: ResponseCompletion | undefined
 }
 
 /** Seconds; Supabase Auth answers in milliseconds to a second, bcrypt-bound sign-ins near 100 ms. */
@@ -202,11 +205,15 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
     })
   }
 
-  // Callback style: no promise and microtask per request.
-  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
+  const observe = (request: FastifyRequest, reply: FastifyReply) =>
     requests.of(routeUrl(request) ?? '', request.method).observe(reply.statusCode, reply.elapsedTime / 1000)
-    done()
-  })
+  if (options.completion !== undefined) options.completion.onCompleted(observe)
+  else
+    // Callback style: no promise and microtask per request.
+    app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
+      observe(request, reply)
+      done()
+    })
   return {
     registry,
     requestSeries: (route, method) => requests.of(route, method),

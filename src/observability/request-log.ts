@@ -5,6 +5,7 @@ import { clientIp } from '../proxy/client-ip.ts'
 import { backendOf } from '../core/backend-timing.ts'
 import { redactUrl } from './redact.ts'
 import { routeUrl } from './route-url.ts'
+import type { ResponseCompletion } from './log-controller.ts'
 
 /** The reason of one of authgate's own errors, from the body `sendError` wrote; never a body excerpt. */
 function errorReason(code: string, payload: unknown): string | undefined {
@@ -88,6 +89,8 @@ type WithReason = FastifyRequest & { [kReason]?: string }
 export interface RequestLogOptions {
   /** Paths logged at debug level (probes, scrapes): they would drown the rest. */
   quietPaths?: ReadonlySet<string>
+  /** Where the line is written when each response is finished instead of an `onResponse` hook (src/observability/log-controller.ts). */
+  completion?: ResponseCompletion | undefined
 }
 
 /**
@@ -111,10 +114,12 @@ export function registerRequestLog(app: FastifyInstance, options: RequestLogOpti
     }
     done(null, payload)
   })
-  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
-    writeLine(request, reply)
-    done()
-  })
+  if (options.completion !== undefined) options.completion.onCompleted(writeLine)
+  else
+    app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
+      writeLine(request, reply)
+      done()
+    })
   function writeLine(request: FastifyRequest, reply: FastifyReply): void {
     const url = request.raw.url ?? ''
     const status = reply.statusCode

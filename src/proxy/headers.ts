@@ -113,9 +113,22 @@ export function forwardedView(
   }
 }
 
+/** Whether `text` is `lower` in any ASCII case, with no string made for the comparison. */
+function equalsLower(text: string, lower: string): boolean {
+  if (text.length !== lower.length) return false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== lower.charCodeAt(i)) return false
+  }
+  return true
+}
+
 /** Names listed in a Connection header are hop-by-hop for this message (RFC 9110 §7.6.1). */
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
   if (value === undefined) return undefined
+  // `keep-alive`, what nearly every client sends, names only a header that is dropped anyway: no
+  // set and no split list for it on every request.
+  if (typeof value === 'string' && equalsLower(value, 'keep-alive')) return undefined
   const list = Array.isArray(value) ? value.join(',') : value
   const out = new Set<string>()
   for (const t of list.split(',')) {
@@ -156,26 +169,55 @@ export function outboundRequestHeaders(
 ): string[] {
   const named = connectionTokens(headers.connection)
   const replaced = id.replaced
-  const out: string[] = []
+  // Sized once for the most it can hold (and trimmed at the end), where pushing one by one grew
+  // the list's storage several times a request.
+  const set = id.set
+  const out = new Array<string>(rawHeaders.length + id.identity.length + 4 + (set === undefined ? 0 : set.length))
+  let n = 0
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!
-    const lower = name.toLowerCase()
+    const lower = lowerName(name)
     if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower) || strippedSpelling(lower)) continue
     if (replaced !== undefined && replaced.includes(lower)) continue
     if (lower === 'cookie' && id.ownCookies !== undefined && id.ownCookies.length > 0) {
       let rest: string | undefined = rawHeaders[i + 1]!
       for (const own of id.ownCookies) if (rest !== undefined) rest = withoutCookie(rest, own)
-      if (rest !== undefined) out.push(name, rest)
+      if (rest !== undefined) {
+        out[n++] = name
+        out[n++] = rest
+      }
       continue
     }
-    out.push(name, rawHeaders[i + 1]!)
+    out[n++] = name
+    out[n++] = rawHeaders[i + 1]!
   }
   // The client's own copies of these are dropped above (STRIPPED_REQUEST and `replaced`).
-  for (const v of id.identity) out.push(v)
-  if (id.host) out.push('x-forwarded-host', id.host)
-  if (id.proto) out.push('x-forwarded-proto', id.proto)
-  if (id.set !== undefined) for (const v of id.set) out.push(v)
+  for (const v of id.identity) out[n++] = v
+  if (id.host) {
+    out[n++] = 'x-forwarded-host'
+    out[n++] = id.host
+  }
+  if (id.proto) {
+    out[n++] = 'x-forwarded-proto'
+    out[n++] = id.proto
+  }
+  if (set !== undefined) for (const v of set) out[n++] = v
+  out.length = n
   return out
+}
+
+// The request header names met so far, lower-cased once each: clients spell the same few names
+// (`Host`, `User-Agent`, `Accept`) on every request, and lower-casing one with capitals makes a new
+// string each time. Bounded, so a client inventing names costs a lower-casing per name, as before.
+const LOWER_NAMES_LIMIT = 256
+const lowerNames = new Map<string, string>()
+
+function lowerName(name: string): string {
+  let lower = lowerNames.get(name)
+  if (lower !== undefined) return lower
+  lower = name.toLowerCase()
+  if (lowerNames.size < LOWER_NAMES_LIMIT) lowerNames.set(name, lower)
+  return lower
 }
 
 // The response header names met so far, each decoded and lower-cased once: a backend sends the same

@@ -68,13 +68,17 @@ export class Relay implements Dispatcher.DispatchHandler {
   readonly options: RelayOptions
   readonly #res: FastifyReply['raw']
   #controller: Dispatcher.DispatchController | undefined
-  #held: Buffer[] | undefined = []
+  // What is held of an answer not streamed (yet): its first chunk, and a list only when more come
+  // (most answers are one chunk, and a list reserved room for seventeen).
+  #first: Buffer | undefined
+  #more: Buffer[] | undefined
+  #streaming = false
   #heldBytes = 0
   #clientGone = false
   // Set when a write is refused; 'drain' may come before pause() is reached, so it clears the flag.
-  // The listener is added only once a body streams: most answers are held and written in one piece.
   #waitingForDrain = false
-  #drainListening = false
+  // Made and listened for only once a body streams: most answers are held and written in one piece.
+  #onDrain: (() => void) | undefined
   // What the cache would store: the status and headers relayed (before our own are merged).
   #relayedStatus = 0
   #relayedHeaders: string[] | undefined
@@ -93,22 +97,27 @@ export class Relay implements Dispatcher.DispatchHandler {
     this.#controller?.abort(new Error('client closed the connection'))
   }
 
-  readonly #onDrain = () => {
-    this.#waitingForDrain = false
-    this.#controller?.resume()
-  }
-
   #write(b: Buffer): void {
-    if (!this.#drainListening) {
-      this.#drainListening = true
+    if (this.#onDrain === undefined) {
+      this.#onDrain = () => {
+        this.#waitingForDrain = false
+        this.#controller?.resume()
+      }
       this.#res.on('drain', this.#onDrain)
     }
     if (!this.#res.write(b)) this.#waitingForDrain = true
   }
 
+  /** The held answer's bytes, in one piece. */
+  #heldBody(): Buffer {
+    if (this.#first === undefined) return Buffer.alloc(0)
+    if (this.#more === undefined) return this.#first
+    return Buffer.concat([this.#first, ...this.#more], this.#heldBytes)
+  }
+
   #done(): void {
     this.#res.off('close', this.#onClose)
-    if (this.#drainListening) this.#res.off('drain', this.#onDrain)
+    if (this.#onDrain !== undefined) this.#res.off('drain', this.#onDrain)
     this.options.onDone?.()
   }
 
@@ -153,16 +162,20 @@ export class Relay implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     // Small answers (most of Supabase Auth's) are held and written with the head in one syscall;
     // past BUFFER_LIMIT the body streams with backpressure.
-    if (this.#held !== undefined) {
-      this.#held.push(chunk)
+    if (!this.#streaming) {
+      if (this.#first === undefined) this.#first = chunk
+      else (this.#more ??= []).push(chunk)
       this.#heldBytes += chunk.length
       if (this.options.rewrite !== undefined) {
         if (this.#heldBytes > HELD_ANSWER_LIMIT) controller.abort(new Error('answer too large to rewrite'))
         return
       }
       if (this.#heldBytes <= BUFFER_LIMIT) return
-      for (const b of this.#held) this.#write(b)
-      this.#held = undefined
+      this.#streaming = true
+      this.#write(this.#first)
+      if (this.#more !== undefined) for (const b of this.#more) this.#write(b)
+      this.#first = undefined
+      this.#more = undefined
     } else this.#write(chunk)
     if (this.#waitingForDrain) controller.pause()
   }
@@ -172,10 +185,9 @@ export class Relay implements Dispatcher.DispatchHandler {
       this.#endRewritten()
       return
     }
-    const held = this.#held
-    if (held === undefined || held.length === 0) this.#res.end()
+    if (this.#first === undefined) this.#res.end()
     else {
-      const body = held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes)
+      const body = this.#heldBody()
       this.#res.end(body)
       const cache = this.options.cache
       if (cache !== undefined && this.#relayedHeaders !== undefined)
@@ -185,13 +197,12 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   #endRewritten(): void {
-    const held = this.#held ?? []
     let answer: HeldAnswer
     try {
       answer = readHeldAnswer({
         status: this.#relayedStatus,
         headers: this.#relayedHeaders ?? [],
-        body: held.length === 1 ? held[0]! : Buffer.concat(held, this.#heldBytes),
+        body: this.#heldBody(),
       })
     } catch (err) {
       // Fails closed: an answer authgate cannot read may carry what it exists to take out (a

@@ -1,22 +1,31 @@
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { inboundResponseHeaders } from '../proxy/headers.ts'
 import { mergeOwnHeaders } from '../proxy/relay.ts'
 import { relayed } from './scavenge.ts'
 import { makeInert } from './user-content.ts'
 
+/**
+ * What a relay tells the service proxy that started it. Methods of one long-lived object per
+ * mounted service rather than closures per request.
+ */
+export interface StreamRelayOwner {
+  /** The upstream answered (its status): timing and metrics. */
+  answered(relay: StreamRelay, status: number): void
+  /** The exchange failed (`relay.started` when the head was already written to the client); the client is not gone. */
+  failed(relay: StreamRelay, err: Error & { code?: string }): void
+}
+
 export interface StreamRelayOptions {
+  request: FastifyRequest
   reply: FastifyReply
   /** authgate answers CORS itself: the upstream's `Access-Control-*` headers are dropped. */
   ownCors: boolean
   /** The answer is user content on authgate's origin: made inert (src/services/user-content.ts). */
   inert: boolean
-  /** The upstream answered (its status) or failed after answering: timing and metrics. */
-  onStatus(status: number): void
-  /** The exchange failed; `started` when the head was already written to the client. */
-  onFailure(err: Error & { code?: string }, started: boolean): void
-  /** Always called once, when the relay is over. */
-  onDone(): void
+  owner: StreamRelayOwner
+  /** Called once, when the relay is over (undefined: nobody waits for it). */
+  onDone: (() => void) | undefined
 }
 
 /**
@@ -27,8 +36,10 @@ export interface StreamRelayOptions {
  * late event, or a download of any size. A client that goes away cancels the upstream request.
  */
 export class StreamRelay implements Dispatcher.DispatchHandler {
+  readonly startedAt = performance.now()
+  /** True once the response head was written to the client. */
   started = false
-  readonly #o: StreamRelayOptions
+  readonly options: StreamRelayOptions
   readonly #res: FastifyReply['raw']
   #controller: Dispatcher.DispatchController | undefined
   #clientGone = false
@@ -37,11 +48,15 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   #flushed = false
   #flushTimer: NodeJS.Immediate | undefined
 
+  // Made and listened for only once a write is refused: most answers fit the socket's buffer.
+  #onDrain: (() => void) | undefined
+
   constructor(options: StreamRelayOptions) {
-    this.#o = options
+    this.options = options
     this.#res = options.reply.raw
-    this.#res.once('close', this.#onClose)
-    this.#res.on('drain', this.#onDrain)
+    // `on`, not `once`: the listener is taken off when the relay is over, and `once` would wrap it
+    // in a new function per request.
+    this.#res.on('close', this.#onClose)
   }
 
   readonly #onClose = () => {
@@ -50,7 +65,15 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
     this.#controller?.abort(new Error('client closed the connection'))
   }
 
-  readonly #onDrain = () => this.#controller?.resume()
+  /** Writes a chunk; when the client's socket is full, the upstream waits for its 'drain'. */
+  #write(chunk: Buffer, controller: Dispatcher.DispatchController | undefined): void {
+    if (this.#res.write(chunk)) return
+    if (this.#onDrain === undefined) {
+      this.#onDrain = () => this.#controller?.resume()
+      this.#res.on('drain', this.#onDrain)
+    }
+    controller?.pause()
+  }
 
   /**
    * What was held goes out: the head with the first chunk. On the next turn of the event loop, so
@@ -64,14 +87,14 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
     const held = this.#held
     this.#held = undefined
     if (held === undefined) this.#res.flushHeaders()
-    else if (!this.#res.write(held)) this.#controller?.pause()
+    else this.#write(held, this.#controller)
   }
 
   #done(): void {
     if (this.#flushTimer !== undefined) clearImmediate(this.#flushTimer)
     this.#res.off('close', this.#onClose)
-    this.#res.off('drain', this.#onDrain)
-    this.#o.onDone()
+    if (this.#onDrain !== undefined) this.#res.off('drain', this.#onDrain)
+    this.options.onDone?.()
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -80,11 +103,12 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
-    this.#o.onStatus(statusCode)
+    const o = this.options
+    o.owner.answered(this, statusCode)
     const upstreamHeaders = inboundResponseHeaders(controller.rawHeaders as Buffer[])
-    const merged = mergeOwnHeaders(upstreamHeaders, this.#o.reply.getHeaders(), this.#o.ownCors)
-    const flat = this.#o.inert ? makeInert(merged) : merged
-    this.#o.reply.hijack()
+    const merged = mergeOwnHeaders(upstreamHeaders, o.reply.getHeaders(), o.ownCors)
+    const flat = o.inert ? makeInert(merged) : merged
+    o.reply.hijack()
     this.started = true
     try {
       this.#res.writeHead(statusCode, flat)
@@ -102,7 +126,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
       return
     }
     if (!this.#flushed) this.#flush()
-    if (!this.#res.write(chunk)) controller.pause()
+    this.#write(chunk, controller)
   }
 
   onResponseEnd(): void {
@@ -115,7 +139,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
-    if (!this.#clientGone) this.#o.onFailure(err, this.started)
+    if (!this.#clientGone) this.options.owner.failed(this, err)
     this.#done()
   }
 }

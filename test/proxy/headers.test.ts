@@ -26,3 +26,36 @@ test('the session cookie is not sent on; other cookies and headers are', () => {
     'without cookie sessions, authgate owns no cookie and forwards them all',
   )
 })
+
+test('a Connection header drops the names it lists, however often the same spellings come', () => {
+  const identity = { identity: ['x-forwarded-for', '192.0.2.1'] }
+  const raw = (connection: string) => [
+    'Host',
+    'h',
+    'Connection',
+    connection,
+    'Keep-Alive',
+    'timeout=5',
+    'X-Drop-Me',
+    '1',
+    'ACCEPT',
+    '*/*',
+  ]
+  for (let round = 0; round < 3; round++) {
+    for (const alone of ['keep-alive', 'Keep-Alive', 'KEEP-ALIVE'])
+      assert.deepEqual(outboundRequestHeaders(raw(alone), { connection: alone }, identity), [
+        'X-Drop-Me',
+        '1',
+        'ACCEPT',
+        '*/*',
+        'x-forwarded-for',
+        '192.0.2.1',
+      ])
+    for (const listing of ['keep-alive, X-Drop-Me', 'x-drop-me', 'Keep-Alive,accept'])
+      assert.deepEqual(
+        outboundRequestHeaders(raw(listing), { connection: listing }, identity).filter((_, i) => i % 2 === 0),
+        listing.toLowerCase().includes('accept') ? ['X-Drop-Me', 'x-forwarded-for'] : ['ACCEPT', 'x-forwarded-for'],
+        listing,
+      )
+  }
+})
