@@ -31,19 +31,11 @@ export class FrameCursor {
         continue
       }
       // A head whole in the chunk is read where it lies; one split across chunks is gathered byte by byte.
-      if (this.#head.length === 0 && end - at >= 2) {
-        const short = chunk[at + 1]! & 0x7f
-        const size = 2 + (short === 126 ? 2 : short === 127 ? 8 : 0) + ((chunk[at + 1]! & 0x80) !== 0 ? 4 : 0)
-        if (end - at >= size) {
-          let length = short
-          if (short >= 126) {
-            length = 0
-            for (let i = at + 2; i < at + (short === 126 ? 4 : 10); i++) length = length * 256 + chunk[i]!
-          }
-          this.#payloadLeft = length
-          at += size
-          continue
-        }
+      const size = this.#head.length === 0 ? headSize(chunk, at, end) : 0
+      if (size > 0) {
+        this.#payloadLeft = payloadLength(chunk, at)
+        at += size
+        continue
       }
       this.#head.push(chunk[at]!)
       at++
@@ -52,23 +44,35 @@ export class FrameCursor {
     return at
   }
 
-  /** The payload length once the head is whole (2 bytes, the extended length, the mask). */
+  /** The payload length once the head is whole. */
   #headDone(): void {
     const head = this.#head
-    if (head.length < 2) return
-    const short = head[1]! & 0x7f
-    const extra = short === 126 ? 2 : short === 127 ? 8 : 0
-    const masked = (head[1]! & 0x80) !== 0
-    if (head.length < 2 + extra + (masked ? 4 : 0)) return
-    let length = short
-    if (extra > 0) {
-      length = 0
-      // 2^53 is far beyond any frame a socket carries; the 8-byte length is read as a double.
-      for (let i = 2; i < 2 + extra; i++) length = length * 256 + head[i]!
-    }
+    if (headSize(head, 0, head.length) === 0) return
     this.#head = []
-    this.#payloadLeft = length
+    this.#payloadLeft = payloadLength(head, 0)
   }
+}
+
+/**
+ * The size of the frame head at `at` (2 bytes, the extended length, the mask), or 0 while the
+ * bytes before `end` do not hold all of it.
+ */
+export function headSize(data: ArrayLike<number>, at: number, end: number): number {
+  if (end - at < 2) return 0
+  const b1 = data[at + 1]!
+  const short = b1 & 0x7f
+  const size = 2 + (short === 126 ? 2 : short === 127 ? 8 : 0) + ((b1 & 0x80) !== 0 ? 4 : 0)
+  return end - at >= size ? size : 0
+}
+
+/** The payload length the whole head at `at` declares. */
+export function payloadLength(data: ArrayLike<number>, at: number): number {
+  const short = data[at + 1]! & 0x7f
+  if (short < 126) return short
+  // 2^53 is far beyond any frame a socket carries; the 8-byte length is read as a double.
+  let length = 0
+  for (let i = at + 2; i < at + (short === 126 ? 4 : 10); i++) length = length * 256 + data[i]!
+  return length
 }
 
 /** A server's close frame (unmasked) with a status code and a short reason (RFC 6455 §5.5.1: 123 bytes at most). */

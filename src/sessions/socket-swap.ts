@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger } from 'fastify'
 import { sessionIdFrom } from './cookie.ts'
 import type { SessionGate } from './gate.ts'
+import { headSize, payloadLength } from '../services/frames.ts'
 
 /**
  * Realtime's socket with cookie sessions: realtime-js sends the session's access token in its
@@ -33,7 +34,6 @@ const MAX_READ = 64 * 1024
  * cookie could send such frames with `access_token` in them.
  */
 export const MAX_STRUCTURE = 1024
-const EMPTY = Buffer.alloc(0)
 const EVENTS = new Set(['phx_join', 'access_token'])
 
 /**
@@ -251,11 +251,6 @@ export class PhoenixFrames {
     return this.#read(data, 0, 0)
   }
 
-  /** The start of a frame the stream ended inside, sent on as it is (Realtime judges it). */
-  rest(): Buffer {
-    return this.#refused || this.#pendingLength === 0 ? EMPTY : Buffer.concat(this.#pending, this.#pendingLength)
-  }
-
   /** Keeps `data` from `at` on, the start of a frame, until the `need` bytes it needs are here. */
   #hold(data: Buffer, at: number, need: number): void {
     this.#pending = [data.subarray(at)]
@@ -280,26 +275,11 @@ export class PhoenixFrames {
         continue
       }
       // The frame's head (RFC 6455 §5.2): 2 bytes, the extended length, the mask.
-      if (end - at < 2) break
-      const b0 = data[at]!
-      const b1 = data[at + 1]!
-      const masked = (b1 & 0x80) !== 0
-      let length = b1 & 0x7f
-      let size = 2
-      if (length === 126) {
-        if (end - at < 4) break
-        length = data.readUInt16BE(at + 2)
-        size = 4
-      } else if (length === 127) {
-        if (end - at < 10) break
-        // 2^53 is far beyond any frame a socket carries; the 8-byte length is read as a double.
-        length = data.readUInt32BE(at + 2) * 2 ** 32 + data.readUInt32BE(at + 6)
-        size = 10
-      }
-      if (masked) size += 4
-      if (end - at < size) break
+      const size = headSize(data, at, end)
+      if (size === 0) break
+      const length = payloadLength(data, at)
       // Only a whole, unfragmented, uncompressed, masked text frame is read for a token.
-      const readable = b0 === 0x81 && masked && length <= MAX_READ
+      const readable = data[at] === 0x81 && (data[at + 1]! & 0x80) !== 0 && length <= MAX_READ
       if (!readable) {
         at += size
         this.#passing = length

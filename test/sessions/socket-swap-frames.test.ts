@@ -137,8 +137,6 @@ async function through(data: Buffer, sizes: number[]): Promise<{ out: Buffer[]; 
     at += size
   }
   await Promise.all(reads)
-  const rest = frames.rest()
-  if (rest.length > 0) out.push(rest)
   return { out, ...(refused === undefined ? {} : { refused }) }
 }
 

@@ -34,7 +34,7 @@ async function through(chunks: Buffer[], swap: (token: string) => Promise<string
     () => {},
   )
   await Promise.all(chunks.map((chunk) => frames.read(chunk)))
-  return Buffer.concat([...out, frames.rest()])
+  return Buffer.concat(out)
 }
 
 const join = (token: string) =>
