@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger } from 'fastify'
 import { sessionIdFrom } from './cookie.ts'
 import type { SessionGate } from './gate.ts'
-import { headSize, payloadLength } from '../services/frames.ts'
+import { headSize, payloadLength } from '../core/frame-head.ts'
 
 /**
  * Realtime's socket with cookie sessions: realtime-js sends the session's access token in its
