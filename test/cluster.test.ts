@@ -251,7 +251,7 @@ describe('two workers, one scrape', () => {
         .filter((l) => l.includes('"msg":"authgate ready"'))
         .map((l) => JSON.parse(l) as { pid: number; address: string })
     const waitReady = async (n: number) => {
-      const deadline = Date.now() + 30_000
+      const deadline = Date.now() + 90_000
       while (ready().length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
       assert.ok(ready().length >= n, `workers did not start:\n${out}`)
     }

@@ -57,7 +57,7 @@ export async function startGatewayProcess(options: {
   }
 
   const url = `http://127.0.0.1:${options.port}`
-  const deadline = Date.now() + (options.startupTimeoutMs ?? 20_000)
+  const deadline = Date.now() + (options.startupTimeoutMs ?? 60_000)
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`authgate exited (${child.exitCode}) during start:\n${output}`)
     try {

@@ -308,7 +308,8 @@ test("realtime-js's own HTTP calls pass the allow-list: send before joining, and
 test('timeouts are per service: a function slower than its timeout is 504 in our shape', async () => {
   const h = await withServices({ timeoutsMs: { functions: 150 } })
   try {
-    h.upstream.handler = (_req, res) => setTimeout(() => res.end('late'), 1000)
+    // The function answers long after the 150 ms timeout: room for a loaded machine's event loop.
+    h.upstream.handler = (_req, res) => void setTimeout(() => res.end('late'), 10_000).unref()
     const res = await fetch(`${h.url}/functions/v1/slow`, { headers: { apikey: PUBLISHABLE } })
     assert.equal(res.status, 504)
     const body = await res.json()
