@@ -32,6 +32,7 @@ import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { allocatorLabel, imageAllocatorEnv } from './allocator.ts'
 import { constantRate, idleConnections, type RequestSpec } from './load.ts'
 import { benchToken } from './peers/authgate-protected.ts'
 import { OBJECT_BYTES } from './peers/stand-ins.ts'
@@ -326,8 +327,8 @@ function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildP
       // nginx, HAProxy and Caddy run with access logs off; so does authgate (warnings and errors stay).
       AUTHGATE_LOG_LEVEL: 'warn',
       AUTHGATE_BACKEND_CONNECTIONS: '64',
-      // As the container image runs it (Dockerfile).
-      MALLOC_ARENA_MAX: '2',
+      // As the container image runs it (Dockerfile): jemalloc, glibc's two arenas otherwise.
+      ...imageAllocatorEnv(),
       ...env,
     },
     cwd,
@@ -988,7 +989,7 @@ const lines: string[] = []
 lines.push(`Run ${new Date(startedAt).toISOString().slice(0, 16).replace('T', ' ')} UTC, \`${command}\``)
 lines.push('')
 lines.push(
-  `Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Linux ${release()} (shared with other work: noisy). ${versions.join(', ')}.`,
+  `Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Linux ${release()} (shared with other work: noisy). ${versions.join(', ')}. authgate's allocator: ${allocatorLabel}.`,
 )
 lines.push('')
 lines.push(

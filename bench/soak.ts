@@ -13,8 +13,8 @@
  * - Redis through Sentinel: a primary, a replica and three sentinels on ports of their own;
  * - authgate: the compiled service's `buildApp` (as the image runs it; `--sources` for src/) with the
  *   service's own settings (rate limits in Redis through Sentinel, REST, Storage and Realtime), token
- *   verification and one protected route, under MALLOC_ARENA_MAX=2 and NODE_ENV=production as the
- *   container image runs it;
+ *   verification and one protected route, with the image's allocator (bench/allocator.ts) and
+ *   NODE_ENV=production as the container image runs it;
  * - this one: the load (open loop, bench/load.ts), the Realtime clients (bench/soak/sockets.ts), the
  *   faults and the sampling.
  *
@@ -57,6 +57,7 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { ERRORS } from '../src/errors.ts'
 import { redisCli, SentinelSet } from '../test/ratelimit/support/redis-ha.ts'
 import { constantRate, type RateResult, type RequestSpec } from './load.ts'
+import { allocatorLabel, imageAllocatorEnv } from './allocator.ts'
 import { serveRealtime, serveStorage } from './peers/stand-ins.ts'
 import { ISSUE_BUDGET, memoryPlotSvg, memoryVerdicts, type Mark, type MemorySample } from './soak/memory.ts'
 import { RealtimeClients } from './soak/sockets.ts'
@@ -306,7 +307,7 @@ async function runDriver(): Promise<void> {
       SOAK_EXT: values.sources ? '.ts' : '.js',
       SOAK_ISSUER: ISSUER,
       NODE_ENV: 'production',
-      MALLOC_ARENA_MAX: '2',
+      ...imageAllocatorEnv(),
       ...(values['node-options'] ? { NODE_OPTIONS: values['node-options'] } : {}),
       AUTHGATE_BACKEND_URL: `http://127.0.0.1:${ports.backend}`,
       AUTHGATE_LOG_LEVEL: 'warn',
@@ -422,7 +423,7 @@ async function runDriver(): Promise<void> {
   const socketUrl = `ws://127.0.0.1:${port}/realtime/v1/websocket?apikey=soak-key&vsn=2.0.0`
   console.log(
     `soak: ${rate} req/s and ${socketCount} Realtime sockets for ${minutes} min against authgate pid ${pid} (port ${port}, ` +
-      `${values.sources ? 'sources' : 'compiled'}, MALLOC_ARENA_MAX=2, NODE_ENV=production${values['node-options'] ? `, NODE_OPTIONS=${values['node-options']}` : ''}), faults ${faults ? 'on' : 'off'}; ` +
+      `${values.sources ? 'sources' : 'compiled'}, ${allocatorLabel}, NODE_ENV=production${values['node-options'] ? `, NODE_OPTIONS=${values['node-options']}` : ''}), faults ${faults ? 'on' : 'off'}; ` +
       `sampling every ${sampleS} s until ${afterS} s after the load; authgate's log: ${gatewayLog}`,
   )
   const startedAt = performance.now()
