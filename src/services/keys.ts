@@ -83,6 +83,8 @@ export function keyInAuthorization(authorization: string | undefined): string | 
 
 /** The first `apikey` of a query string (undefined when none), decoded. */
 export function queryKey(query: string): string | undefined {
+  // Most queries (`select=*`) name no key: no list of their pairs is made to find that out.
+  if (!query.includes('apikey')) return undefined
   for (const pair of query.split('&')) {
     const eq = pair.indexOf('=')
     const name = eq === -1 ? pair : pair.slice(0, eq)
