@@ -13,14 +13,21 @@ export type KeyVerdict =
     }
   | { ok: false; code: 'no_api_key' | 'invalid_api_key' | 'service_key_required' }
 
+const NO_KEY: KeyVerdict = Object.freeze({ ok: true, key: undefined, level: undefined })
+const NO_API_KEY: KeyVerdict = Object.freeze({ ok: false, code: 'no_api_key' })
+const INVALID_API_KEY: KeyVerdict = Object.freeze({ ok: false, code: 'invalid_api_key' })
+const SERVICE_KEY_REQUIRED: KeyVerdict = Object.freeze({ ok: false, code: 'service_key_required' })
+
 /**
  * The project's keys as one lookup: each accepted key → what it may do and the key the upstreams
  * check (Kong's `LUA_AUTH_EXPR`: a secret key becomes the service-role JWT, a publishable key the
  * anon JWT; the legacy JWTs stand for themselves).
  */
 export class KeyBook {
-  readonly #keys = new Map<string, { level: 'anon' | 'service'; sent: string }>()
+  readonly #keys = new Map<string, { level: 'anon' | 'service'; sent: string; verdict: KeyVerdict }>()
   readonly #checked: boolean
+  /** `Bearer <key>` of each key sent on, spelled once (a legacy JWT is a few hundred characters). */
+  readonly #bearers = new Map<string, string>()
   /** The legacy service-role JWT, when configured (authgate's own requests that need every table). */
   readonly serviceKey: string | undefined
 
@@ -28,10 +35,21 @@ export class KeyBook {
     this.#checked = keys !== undefined
     this.serviceKey = keys?.service
     if (keys === undefined) return
-    if (keys.anon !== undefined) this.#keys.set(keys.anon, { level: 'anon', sent: keys.anon })
-    if (keys.service !== undefined) this.#keys.set(keys.service, { level: 'service', sent: keys.service })
-    for (const k of keys.publishable) this.#keys.set(k, { level: 'anon', sent: keys.anon! })
-    for (const k of keys.secret) this.#keys.set(k, { level: 'service', sent: keys.service! })
+    if (keys.anon !== undefined) this.#add(keys.anon, 'anon', keys.anon)
+    if (keys.service !== undefined) this.#add(keys.service, 'service', keys.service)
+    for (const k of keys.publishable) this.#add(k, 'anon', keys.anon!)
+    for (const k of keys.secret) this.#add(k, 'service', keys.service!)
+  }
+
+  // A known key's verdict is made once, not on every request: verdicts are only read.
+  #add(key: string, level: 'anon' | 'service', sent: string): void {
+    this.#keys.set(key, { level, sent, verdict: Object.freeze({ ok: true, key: sent, level }) })
+    this.#bearers.set(sent, `Bearer ${sent}`)
+  }
+
+  /** `Bearer <key>` for a key sent on (the configured keys' spelled once). */
+  bearer(key: string): string {
+    return this.#bearers.get(key) ?? `Bearer ${key}`
   }
 
   /**
@@ -39,14 +57,12 @@ export class KeyBook {
    * key passes as it came: the upstreams (or hosted Supabase's gateway) judge it.
    */
   judge(presented: string | undefined, rule: KeyRule): KeyVerdict {
-    if (presented === undefined || presented === '') {
-      return rule === 'optional' ? { ok: true, key: undefined, level: undefined } : { ok: false, code: 'no_api_key' }
-    }
+    if (presented === undefined || presented === '') return rule === 'optional' ? NO_KEY : NO_API_KEY
     if (!this.#checked) return { ok: true, key: presented, level: 'unchecked' }
     const known = this.#keys.get(presented)
-    if (known === undefined) return { ok: false, code: 'invalid_api_key' }
-    if (rule === 'service' && known.level !== 'service') return { ok: false, code: 'service_key_required' }
-    return { ok: true, key: known.sent, level: known.level }
+    if (known === undefined) return INVALID_API_KEY
+    if (rule === 'service' && known.level !== 'service') return SERVICE_KEY_REQUIRED
+    return known.verdict
   }
 }
 
@@ -67,6 +83,8 @@ export function keyInAuthorization(authorization: string | undefined): string | 
 
 /** The first `apikey` of a query string (undefined when none), decoded. */
 export function queryKey(query: string): string | undefined {
+  // Most queries (`select=*`) name no key: no list of their pairs is made to find that out.
+  if (!query.includes('apikey')) return undefined
   for (const pair of query.split('&')) {
     const eq = pair.indexOf('=')
     const name = eq === -1 ? pair : pair.slice(0, eq)

@@ -10,9 +10,9 @@ import { outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServicesConfig, ServiceUpstream } from './config.ts'
 import { sendServiceError } from './errors.ts'
 import { KeyBook } from './keys.ts'
-import { StreamRelay, type StreamRelayOwner } from './relay.ts'
+import { StreamRelay, type StreamRelayRoute } from './relay.ts'
 import { judgeServicePath } from './path.ts'
-import { planServiceRequest } from './request.ts'
+import { planServiceRequest, replacedNames } from './request.ts'
 import { relayed } from './scavenge.ts'
 import type { SessionGate } from '../sessions/gate.ts'
 
@@ -20,8 +20,11 @@ import type { SessionGate } from '../sessions/gate.ts'
 interface ServiceRoute {
   upstream: ServiceUpstream
   pool: UndiciPool
-  own: readonly string[]
-  owner: StreamRelayOwner
+  /** The client headers its requests replace (the service's and authgate's own), with and without `authorization`. */
+  replaced: readonly string[]
+  replacedWithAuthorization: readonly string[]
+  /** What its relays share. */
+  relay: StreamRelayRoute
 }
 
 /** The collector's count of a request body's chunks (src/services/scavenge.ts). */
@@ -120,10 +123,15 @@ export class ServiceProxy {
     const route: ServiceRoute = {
       upstream,
       pool: this.pool(upstream.origin),
-      own: this.ownNames(),
-      owner: {
-        answered: (relay, status) => this.#end(relay, status),
-        failed: (relay, err) => this.#failure(relay, upstream, err),
+      replaced: [...replacedNames(upstream, false), ...this.ownNames()],
+      replacedWithAuthorization: [...replacedNames(upstream, true), ...this.ownNames()],
+      relay: {
+        ownCors: this.#o.ownCors,
+        inert: upstream.inert,
+        owner: {
+          answered: (relay, status) => this.#end(relay, status),
+          failed: (relay, err) => this.#failure(relay, upstream, err),
+        },
       },
     }
     const sessions = this.#o.sessions
@@ -167,10 +175,7 @@ export class ServiceProxy {
       onDone?.()
       return
     }
-    if (authorization !== undefined) {
-      plan.replaced.push('authorization')
-      plan.set.push('authorization', authorization)
-    }
+    if (authorization !== undefined) plan.set.push('authorization', authorization)
     const raw = request.raw
     const length = raw.headers['content-length']
     const chunked = raw.headers['transfer-encoding'] !== undefined
@@ -179,8 +184,8 @@ export class ServiceProxy {
     // The client's framing is kept where it has one: a known length goes on as it came (undici
     // checks the bytes sent against it), anything else is sent chunked.
     if (hasBody && !chunked) set.push('content-length', length!)
-    const replaced = plan.replaced
-    for (const name of route.own) replaced.push(name)
+    const replaced =
+      plan.replacesAuthorization || authorization !== undefined ? route.replacedWithAuthorization : route.replaced
     const headers = outboundRequestHeaders(raw.rawHeaders, request.headers, {
       identity: this.#identity(clientIp(request), request.id),
       host: request.host,
@@ -196,14 +201,7 @@ export class ServiceProxy {
     // The body's chunks are counted for the collector (src/services/scavenge.ts). Paused first, so
     // the counting listener does not start the flow: undici resumes the body when it sends it.
     if (hasBody) raw.pause().on('data', countRelayed)
-    const relay = new StreamRelay({
-      request,
-      reply,
-      ownCors: this.#o.ownCors,
-      inert: upstream.inert,
-      owner: route.owner,
-      onDone,
-    })
+    const relay = new StreamRelay(request, reply, route.relay, onDone)
     route.pool.dispatch(
       {
         method: request.method,
@@ -219,7 +217,7 @@ export class ServiceProxy {
 
   /** The exchange of a relay ended: with the upstream's status, or an error kind. */
   #end(relay: StreamRelay, status: number | undefined, error?: BackendErrorKind): void {
-    const request = relay.options.request
+    const request = relay.request
     const exchange: BackendExchange = { durationMs: performance.now() - relay.startedAt }
     if (status !== undefined) exchange.status = status
     if (error !== undefined) exchange.error = error
@@ -228,7 +226,7 @@ export class ServiceProxy {
   }
 
   #failure(relay: StreamRelay, upstream: ServiceUpstream, err: Error & { code?: string }): void {
-    const { request, reply } = relay.options
+    const { request, reply } = relay
     const code = err.code ?? ''
     const service = upstream.label
     if (relay.started) {

@@ -16,16 +16,13 @@ export interface StreamRelayOwner {
   failed(relay: StreamRelay, err: Error & { code?: string }): void
 }
 
-export interface StreamRelayOptions {
-  request: FastifyRequest
-  reply: FastifyReply
+/** What every relay of one mounted service shares: one object per service, not per request. */
+export interface StreamRelayRoute {
   /** authgate answers CORS itself: the upstream's `Access-Control-*` headers are dropped. */
   ownCors: boolean
   /** The answer is user content on authgate's origin: made inert (src/services/user-content.ts). */
   inert: boolean
   owner: StreamRelayOwner
-  /** Called once, when the relay is over (undefined: nobody waits for it). */
-  onDone: (() => void) | undefined
 }
 
 /**
@@ -39,7 +36,11 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   readonly startedAt = performance.now()
   /** True once the response head was written to the client. */
   started = false
-  readonly options: StreamRelayOptions
+  readonly request: FastifyRequest
+  readonly reply: FastifyReply
+  readonly #route: StreamRelayRoute
+  /** Called once, when the relay is over (undefined: nobody waits for it). */
+  readonly #onDone: (() => void) | undefined
   readonly #res: FastifyReply['raw']
   #controller: Dispatcher.DispatchController | undefined
   #clientGone = false
@@ -51,9 +52,12 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   // Made and listened for only once a write is refused: most answers fit the socket's buffer.
   #onDrain: (() => void) | undefined
 
-  constructor(options: StreamRelayOptions) {
-    this.options = options
-    this.#res = options.reply.raw
+  constructor(request: FastifyRequest, reply: FastifyReply, route: StreamRelayRoute, onDone: (() => void) | undefined) {
+    this.request = request
+    this.reply = reply
+    this.#route = route
+    this.#onDone = onDone
+    this.#res = reply.raw
     // `on`, not `once`: the listener is taken off when the relay is over, and `once` would wrap it
     // in a new function per request.
     this.#res.on('close', this.#onClose)
@@ -94,7 +98,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
     if (this.#flushTimer !== undefined) clearImmediate(this.#flushTimer)
     this.#res.off('close', this.#onClose)
     if (this.#onDrain !== undefined) this.#res.off('drain', this.#onDrain)
-    this.options.onDone?.()
+    this.#onDone?.()
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -103,12 +107,12 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
-    const o = this.options
-    o.owner.answered(this, statusCode)
+    const route = this.#route
+    route.owner.answered(this, statusCode)
     const upstreamHeaders = inboundResponseHeaders(controller.rawHeaders as Buffer[])
-    const merged = mergeOwnHeaders(upstreamHeaders, o.reply.getHeaders(), o.ownCors)
-    const flat = o.inert ? makeInert(merged) : merged
-    o.reply.hijack()
+    const merged = mergeOwnHeaders(upstreamHeaders, this.reply.getHeaders(), route.ownCors)
+    const flat = route.inert ? makeInert(merged) : merged
+    this.reply.hijack()
     this.started = true
     try {
       this.#res.writeHead(statusCode, flat)
@@ -139,7 +143,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
-    if (!this.#clientGone) this.options.owner.failed(this, err)
+    if (!this.#clientGone) this.#route.owner.failed(this, err)
     this.#done()
   }
 }

@@ -10,10 +10,33 @@ export type ServiceRequestPlan =
       path: string
       /** Headers set by authgate (flat [name, value, ...]); the client's copies are among `replaced`. */
       set: string[]
-      /** Lower-case names of client headers not sent on. */
-      replaced: string[]
+      /** Lower-case names of client headers not sent on (one list per service, shared: never changed). */
+      replaced: readonly string[]
+      /** Whether the client's `Authorization` is among them (it is dropped or rebuilt). */
+      replacesAuthorization: boolean
     }
   | { ok: false; code: 'no_api_key' | 'invalid_api_key' | 'service_key_required' }
+
+/**
+ * The lower-case names of the client headers a service's requests replace, with or without
+ * `authorization`: the same for every request of a service, so built once (a list grown by pushes
+ * on every request cost two allocations).
+ */
+export function replacedNames(upstream: ServiceUpstream, authorization: boolean): readonly string[] {
+  let lists = replacedLists.get(upstream)
+  if (lists === undefined) {
+    const row = upstream.row
+    const names = ['apikey', 'x-forwarded-prefix']
+    if (row.sbApiKey) names.push('sb-api-key')
+    if (row.websocket) names.push('x-api-key')
+    if (upstream.selfHosted && row.addHeaders !== undefined)
+      for (const name of Object.keys(row.addHeaders)) names.push(name)
+    lists = [Object.freeze(names), Object.freeze([...names, 'authorization'])]
+    replacedLists.set(upstream, lists)
+  }
+  return lists[authorization ? 1 : 0]
+}
+const replacedLists = new WeakMap<ServiceUpstream, readonly [readonly string[], readonly string[]]>()
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
@@ -49,7 +72,7 @@ export function planServiceRequest(
   if (!verdict.ok) return verdict
   const key = verdict.key
   const set: string[] = []
-  const replaced = ['apikey', 'x-forwarded-prefix']
+  let replacesAuthorization = false
   if (key !== undefined) {
     set.push('apikey', key)
     if (query !== '' && presented !== key && queryKey(query) !== undefined) query = withQueryKey(query, key)
@@ -57,34 +80,32 @@ export function planServiceRequest(
 
   if (row.dropEmptyAuthorization && authorization !== undefined && authorization.trim() === '') {
     authorization = undefined
-    replaced.push('authorization')
+    replacesAuthorization = true
   }
   const bearerKey = keyInAuthorization(authorization)
   if (row.bearerFromKey && bearerKey !== undefined) {
     // A key in Authorization is judged as one: a secret key there is not let through as the anon key.
     const own = book.judge(bearerKey, row.key)
     if (!own.ok) return own
-    replaced.push('authorization')
-    set.push('authorization', `Bearer ${own.key!}`)
+    replacesAuthorization = true
+    set.push('authorization', book.bearer(own.key!))
   } else if (row.bearerFromKey && authorization === undefined && key !== undefined) {
-    set.push('authorization', `Bearer ${key}`)
+    set.push('authorization', book.bearer(key))
   }
-  if (row.sbApiKey) {
-    replaced.push('sb-api-key')
-    if (key !== undefined) set.push('sb-api-key', key)
-  }
-  if (row.websocket) {
-    replaced.push('x-api-key')
-    if (key !== undefined) set.push('x-api-key', key)
-  }
+  // The names these replace are in `replacedNames`, in the same cases.
+  if (row.sbApiKey && key !== undefined) set.push('sb-api-key', key)
+  if (row.websocket && key !== undefined) set.push('x-api-key', key)
   if (upstream.selfHosted && row.addHeaders !== undefined)
-    for (const [name, value] of Object.entries(row.addHeaders)) {
-      replaced.push(name)
-      set.push(name, value)
-    }
+    for (const [name, value] of Object.entries(row.addHeaders)) set.push(name, value)
   if (upstream.host !== undefined) set.push('host', upstream.host)
   set.push('x-forwarded-prefix', row.prefix)
 
   const path = upstream.basePath + target.rest
-  return { ok: true, path: (path === '' ? '/' : path) + (target.query === undefined ? '' : `?${query}`), set, replaced }
+  return {
+    ok: true,
+    path: (path === '' ? '/' : path) + (target.query === undefined ? '' : `?${query}`),
+    set,
+    replaced: replacedNames(upstream, replacesAuthorization),
+    replacesAuthorization,
+  }
 }
