@@ -14,7 +14,7 @@ import { codeForFastifyError, sendError } from './errors.ts'
 import { createClientErrorHandler, type ClientErrorHandler } from './http/client-errors.ts'
 import { limitConnections } from './http/connection-limit.ts'
 import { installEarlyRefusal, type EarlyRoute } from './http/early-refusal.ts'
-import { requireHostHeader } from './http/host.ts'
+import { refusedHost, requireHostHeader } from './http/host.ts'
 import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
@@ -200,14 +200,26 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     const { authgateServices } = await import('./services/plugin.ts')
     await app.register(authgateServices, { services: options.services, trustedProxies: config.trustedProxies })
   }
-  // Every answer names its request id, so a client's report can be matched to the log line.
+  // Every answer names its request id, so a client's report can be matched to the log line; and
+  // a request's Host is checked (src/http/host.ts) before anything else of it is.
   const idHeader = config.requestIdHeader
-  // Callback style: Fastify runs it without a promise and a microtask (each 429 of a flood passes here).
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header(idHeader, request.id)
-    done()
-  })
-  requireHostHeader(app)
+  if (config.corsOrigins.length === 0 && server.logController instanceof AuthgateLogController) {
+    // From the log controller, ahead of the `onRequest` hooks, where a global hook would make
+    // Fastify run a hook phase on every route that has no other `onRequest` hook (D171). With CORS
+    // on, the auth routes have that phase anyway, and a preflight is answered by CORS's hook before
+    // these run: they stay hooks, in the same order.
+    server.logController.onIncoming((request, reply) => {
+      reply.header(idHeader, request.id)
+      refusedHost(request, reply)
+    })
+  } else {
+    // Callback style: Fastify runs it without a promise and a microtask (each 429 of a flood passes here).
+    app.addHook('onRequest', (request, reply, done) => {
+      reply.header(idHeader, request.id)
+      done()
+    })
+    requireHostHeader(app)
+  }
 
   const quiet = new Set<string>()
   const readiness = new Readiness({

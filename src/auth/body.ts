@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import { isRecord } from '../core/is-record.ts'
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
 import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
@@ -243,19 +243,6 @@ const JSON_ONLY = 'Content-Type must be application/json'
 const JSON_OR_FORM = 'Content-Type must be application/json or application/x-www-form-urlencoded'
 
 /**
- * The preValidation hook of a mounted route: keeps the bytes for the forwarder and replaces
- * `request.body` with the parsed copy the validator judges. Callback style, as every synchronous
- * hook of a mounted route: no promise and microtask per request. A refusal answers and does not
- * call `done` (Fastify goes no further).
- */
-export function bodyHook(route: AuthRoute) {
-  const read = bodyReader(route)
-  return function parseBody(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
-    if (read(request, reply) === undefined) done()
-  }
-}
-
-/**
  * What authgate makes of a mounted route's body: the value the validator judges, or why it is
  * refused (a code and message, or a value of a type the backend's decoder cannot read). The same
  * for every caller: the body hook, the worst-body bench and the Go oracle's property test.
@@ -314,8 +301,12 @@ export function readBody(
   return { refused: 'unsupported_media_type', message: route.form ? JSON_OR_FORM : JSON_ONLY }
 }
 
-/** Reads the body into `request.body`, or answers the refusal (and returns the reply). */
-function bodyReader(route: AuthRoute) {
+/**
+ * Reads the body of a mounted route: keeps the bytes for the forwarder (`request.rawBody`) and
+ * replaces `request.body` with the parsed copy the validator judges, or answers the refusal (and
+ * returns the reply). src/auth/mount.ts runs it before validation.
+ */
+export function bodyReader(route: AuthRoute) {
   return (request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined => {
     const raw = request.body as Buffer | undefined
     request.rawBody = raw

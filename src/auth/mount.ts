@@ -1,14 +1,14 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify'
 import { sendError } from '../errors.ts'
 import type { Forwarder, ForwardTarget } from '../proxy/forwarder.ts'
 import type { RateLimitHook } from '../ratelimit/limiter.ts'
 import type { SessionGate } from '../sessions/gate.ts'
 import { resolveTemplate, templateMatcher, templateParams } from '../proxy/path-guard.ts'
-import { bodyHook } from './body.ts'
+import { bodyReader } from './body.ts'
 import { forwardedQuery } from './client-metadata/translate.ts'
 import { decodedBasicCredentials } from './client-credentials.ts'
-import { queryHook, readQueryAsBackend } from './query.ts'
-import { queryRequirementsHook } from './query-requirements.ts'
+import { queryCheck, readQueryAsBackend } from './query.ts'
+import { queryRequirementsCheck } from './query-requirements.ts'
 import { routeSchema } from './route-docs.ts'
 import { sessionRouteSchema } from './session-docs.ts'
 import { routeKey } from '../core/route-key.ts'
@@ -227,8 +227,53 @@ function guardHandler(routes: AuthRoute[], prefix: string, all: readonly AuthRou
 }
 
 /**
+ * A step of a mounted route's own work on a request, run in a hook or in the handler: true when it
+ * answered (a refusal), and nothing after it must run.
+ */
+type Step = (request: FastifyRequest, reply: FastifyReply) => boolean
+
+/**
+ * What a mounted route reads first: the query as Supabase Auth reads it, then its checked values
+ * (`queryChecked`), then the body (src/auth/body.ts), in that order.
+ */
+function readRequest(route: AuthRoute): Step {
+  const checkQuery = route.queryChecked ? queryCheck(route) : undefined
+  const readBody = bodyReader(route)
+  return (request, reply) => {
+    readQueryAsBackend(request)
+    if (checkQuery !== undefined && checkQuery(request, reply)) return true
+    return readBody(request, reply) !== undefined
+  }
+}
+
+/** Steps as one callback-style hook: no promise and microtask; a refusal answers and does not call `done`. */
+function stepsHook(steps: readonly Step[]) {
+  return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    for (const step of steps) if (step(request, reply)) return
+    done()
+  }
+}
+
+/** The handler, after the steps; a refusal returns nothing (the reply is sent already). */
+function afterSteps(steps: readonly Step[], handler: ReturnType<typeof forwardHandler>) {
+  if (steps.length === 0) return handler
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    for (const step of steps) if (step(request, reply)) return undefined
+    return handler(request, reply)
+  }
+}
+
+/**
  * Registers the routes on `scope`, the encapsulated auth context: its body reader, validator and
  * error handler are set by the plugin (src/plugin.ts).
+ *
+ * Fastify makes a runner (three closures and their context, about 0.25 KB) for each request and
+ * each hook phase a route has, so a route's own work runs in as few phases as keep its order
+ * (docs/decisions.md, D170): the request is read in `preValidation` only where a body schema is
+ * judged after it, the synchronous checks after validation run in the handler, and a `preHandler`
+ * phase is kept only for the hooks that wait (the per-account limit, a route's `prepare`). The
+ * order is the same: reading, validation, the query's requirements, the per-account limit,
+ * `prepare`, the handler.
  */
 export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): void {
   // Catch-all guards, one per method and static base (`POST /factors/*` serves challenge and verify).
@@ -236,11 +281,22 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
   for (const route of options.routes) {
     const limiter = options.rateLimitHook?.(route)
     const bodyLimiter = options.bodyLimitHook?.(route)
-    const preHandlers = [
-      ...(route.requiredByQuery ? [queryRequirementsHook(route)] : []),
-      ...(bodyLimiter ? [bodyLimiter] : []),
-      ...(route.prepare ? [route.prepare] : []),
+    const schema = routeSchema(
+      route,
+      limiter !== undefined || bodyLimiter !== undefined,
+      options.sessions !== undefined,
+    )
+    // Validation judges only a body (src/validation.ts): without a body schema nothing is judged
+    // between reading the request and the handler, and the reading joins the steps after it.
+    const validated = (schema as { body?: unknown }).body !== undefined
+    const reading = readRequest(route)
+    const steps: Step[] = [
+      ...(validated ? [] : [reading]),
+      // The query's requirements first: a body refused for them spends no account budget.
+      ...(route.requiredByQuery ? [queryRequirementsCheck(route)] : []),
     ]
+    const waiting = [...(bodyLimiter ? [bodyLimiter] : []), ...(route.prepare ? [route.prepare] : [])]
+    const preHandler = waiting.length > 0 ? [...(steps.length > 0 ? [stepsHook(steps)] : []), ...waiting] : undefined
     scope.route({
       method: route.method,
       url: fastifyUrl(route.path),
@@ -248,11 +304,10 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
       serializerCompiler: noSerializer,
       config: { authRoute: route },
       ...(limiter ? { onRequest: limiter } : {}),
-      preValidation: [readQueryAsBackend, ...(route.queryChecked ? [queryHook(route)] : []), bodyHook(route)],
-      // The query's requirements first: a body refused for them spends no account budget.
-      ...(preHandlers.length > 0 ? { preHandler: preHandlers } : {}),
-      handler: forwardHandler(route, options),
-      schema: routeSchema(route, limiter !== undefined || bodyLimiter !== undefined, options.sessions !== undefined),
+      ...(validated ? { preValidation: stepsHook([reading]) } : {}),
+      ...(preHandler !== undefined ? { preHandler } : {}),
+      handler: afterSteps(preHandler === undefined ? steps : [], forwardHandler(route, options)),
+      schema,
     } satisfies RouteOptions)
 
     const brace = route.path.indexOf('{')

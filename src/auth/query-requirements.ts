@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { sendError } from '../errors.ts'
 import type { AuthRoute, QueryRequirement } from './routes/entry.ts'
 
@@ -16,15 +16,18 @@ export function brokenRequirement(
   return undefined
 }
 
-/** The hook that refuses a validated body missing what its query value requires (never forwarded). */
-export function queryRequirementsHook(route: AuthRoute) {
+/**
+ * The check that refuses a validated body missing what its query value requires (never forwarded):
+ * it answers the refusal itself and returns true (src/auth/mount.ts runs it).
+ */
+export function queryRequirementsCheck(route: AuthRoute) {
   const requirements = route.requiredByQuery ?? []
-  // Callback style: a refusal answers and does not call `done`.
-  return function checkQueryRequirements(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
-    // `request.query` is the backend's reading already (readQueryAsBackend, the route's first hook).
+  return function checkQueryRequirements(request: FastifyRequest, reply: FastifyReply): boolean {
+    // `request.query` is the backend's reading already (readQueryAsBackend, the route's first step).
     const broken = brokenRequirement(requirements, request.query as Record<string, string>, request.body)
-    if (broken) sendError(request, reply, broken.answer)
-    else done()
+    if (broken === undefined) return false
+    sendError(request, reply, broken.answer)
+    return true
   }
 }
 

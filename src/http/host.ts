@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sendError } from '../errors.ts'
 import { repeatsHeader } from './repeated-header.ts'
 
@@ -33,10 +33,23 @@ export function hostFault(req: {
 export function requireHostHeader(app: FastifyInstance): void {
   // Callback style: no promise and microtask on every request for a check that is synchronous.
   app.addHook('onRequest', (request, reply, done) => {
-    const fault = hostFault(request.raw)
-    if (fault === undefined) return done()
     // Answered: Fastify goes no further when a callback hook sends and does not call done. The
     // request's log line carries the reason.
-    sendError(request, reply, 'malformed_request', fault)
+    if (!refusedHost(request, reply)) done()
   })
+}
+
+/**
+ * The same check where no hook can stop what follows (the service's log controller, ahead of the
+ * `onRequest` hooks): true when it answered. Fastify skips every later step of a request whose reply
+ * is `sent`; an answer still passing `onSend` hooks that wait is not `sent` yet, so the reply is
+ * then marked taken over (`hijack`): the answer is written when those hooks are done, and nothing
+ * else runs.
+ */
+export function refusedHost(request: FastifyRequest, reply: FastifyReply): boolean {
+  const fault = hostFault(request.raw)
+  if (fault === undefined) return false
+  sendError(request, reply, 'malformed_request', fault)
+  if (!reply.sent) reply.hijack()
+  return true
 }

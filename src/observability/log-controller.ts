@@ -8,8 +8,25 @@ import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
  */
 export class AuthgateLogController extends LogController implements ResponseCompletion {
   readonly #completed: ((request: FastifyRequest, reply: FastifyReply) => void)[] = []
+  #incoming: ((request: FastifyRequest, reply: FastifyReply) => void) | undefined
 
-  override incomingRequest(): void {}
+  /**
+   * What runs on each request Fastify has routed (a 404 too), before its `onRequest` hooks: in place
+   * of a global `onRequest` hook, for which Fastify makes a hook runner per request (three closures
+   * and their context, about 0.25 KB) when it is a route's only one (docs/decisions.md, D171). One
+   * observer; it may answer, and then must leave the reply sent (`sent` true) so that nothing after
+   * it runs.
+   */
+  onIncoming(observer: (request: FastifyRequest, reply: FastifyReply) => void): void {
+    if (this.#incoming !== undefined) throw new Error('onIncoming is set already')
+    this.#incoming = observer
+  }
+
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
+    // Fastify's answers to a target it cannot route (a malformed escape, a parameter too long) come
+    // with no parameters: no route was found and no `onRequest` hook runs for them; nor does this.
+    if (this.#incoming !== undefined && request.params !== null) this.#incoming(request, reply)
+  }
 
   /** Adds what runs when each response is finished, in the order added (see `ResponseCompletion`). */
   onCompleted(observer: (request: FastifyRequest, reply: FastifyReply) => void): void {

@@ -7,7 +7,7 @@ import { failureKind, recordBackend, type BackendErrorKind, type BackendExchange
 import { throttle } from '../core/log-throttle.ts'
 import { clientIp } from './client-ip.ts'
 import { outboundRequestHeaders } from './headers.ts'
-import { mergeOwnHeaders, Relay, type AnswerRewrite, type RelayOwner } from './relay.ts'
+import { mergeOwnHeaders, ownHeaders, Relay, type AnswerRewrite, type RelayOwner } from './relay.ts'
 import { ResponseCache } from './response-cache.ts'
 
 export interface ForwarderOptions {
@@ -161,7 +161,7 @@ export class Forwarder {
   #answerFromCache(request: FastifyRequest, reply: FastifyReply, cache: ResponseCache, key: string): boolean {
     const hit = cache.get(key, request.headers)
     if (hit === undefined) return false
-    const flat = mergeOwnHeaders(hit.headers.slice(), reply.getHeaders(), this.#ownCors)
+    const flat = mergeOwnHeaders(hit.headers.slice(), ownHeaders(reply), this.#ownCors)
     flat.push('age', String(cache.ageSeconds(hit)))
     reply.hijack()
     reply.raw.writeHead(hit.status, flat)

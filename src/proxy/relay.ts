@@ -140,7 +140,7 @@ export class Relay implements Dispatcher.DispatchHandler {
       this.#relayedStatus = statusCode
       this.#relayedHeaders = relayed.slice()
     }
-    const flat = mergeOwnHeaders(relayed, this.options.reply.getHeaders(), this.options.ownCors)
+    const flat = mergeOwnHeaders(relayed, ownHeaders(this.options.reply), this.options.ownCors)
     this.#writeHead(statusCode, flat, controller)
   }
 
@@ -227,7 +227,7 @@ export class Relay implements Dispatcher.DispatchHandler {
         })
         headers.push('content-length', String(out.body.length))
         const stored = this.options.cache !== undefined ? headers.slice() : undefined
-        const flat = mergeOwnHeaders(headers, this.options.reply.getHeaders(), this.options.ownCors)
+        const flat = mergeOwnHeaders(headers, ownHeaders(this.options.reply), this.options.ownCors)
         if (this.#writeHead(out.status, flat)) this.#res.end(out.body)
         const cache = this.options.cache
         if (cache !== undefined && stored !== undefined)
@@ -245,6 +245,23 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (!this.#clientGone) this.options.owner.failed(this, err)
     this.#done()
   }
+}
+
+// Where Fastify keeps the headers set with `reply.header()`: an own property of each reply, under a
+// symbol of its own, found on the first reply (null: not found, and `getHeaders()` is used).
+let kReplyHeaders: symbol | null | undefined
+
+/**
+ * The headers set on the reply so far, what `reply.getHeaders()` answers, read where they are: that
+ * copies the response's own headers and Fastify's into a new object (two objects a request) where
+ * the response has none of its own but in rare cases (authgate and its plugins set headers through
+ * the reply). Only read, never changed.
+ */
+export function ownHeaders(reply: FastifyReply): Record<string, unknown> {
+  if (kReplyHeaders === undefined)
+    kReplyHeaders = Object.getOwnPropertySymbols(reply).find((s) => s.description === 'fastify.reply.headers') ?? null
+  if (kReplyHeaders === null || reply.raw.getHeaderNames().length > 0) return reply.getHeaders()
+  return (reply as unknown as Record<symbol, Record<string, unknown>>)[kReplyHeaders]!
 }
 
 /**

@@ -222,6 +222,70 @@ describe('a request without Host', () => {
   })
 })
 
+describe('the Host check and the request id ahead of the hooks (D171)', () => {
+  let backend: FakeBackend
+  let app: FastifyInstance
+  let port: number
+  let handled = 0
+  let hooked = 0
+
+  before(async () => {
+    backend = await startFakeBackend()
+    app = await buildApp({ rateLimit: false, config: { backendUrl: parseBackendUrl('test', backend.url) } })
+    // An application's hooks: an `onSend` that waits keeps the refusal from being written at once.
+    app.addHook('onRequest', (_request, _reply, done) => {
+      hooked++
+      done()
+    })
+    app.addHook('onSend', async (_request, _reply, payload) => {
+      await new Promise((resolve) => setImmediate(resolve))
+      return payload
+    })
+    app.get('/mine', async () => {
+      handled++
+      return { ok: true }
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as { port: number }).port
+  })
+  after(async () => {
+    await app.close()
+    await backend.close()
+  })
+
+  it('a refused Host runs nothing after the refusal, even where an onSend hook waits', async () => {
+    const bad = splitResponse(await rawExchange(port, 'GET /mine HTTP/1.1\r\nHost: a, b\r\nConnection: close\r\n\r\n'))
+    assert.equal(bad.statusLine, 'HTTP/1.1 400 Bad Request')
+    assert.equal(header(bad.headerLines, 'x-sb-error-code'), 'malformed_request')
+    assert.ok(header(bad.headerLines, 'x-request-id'))
+    assert.equal(handled, 0)
+    assert.equal(hooked, 0)
+    const ok = splitResponse(await rawExchange(port, 'GET /mine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))
+    assert.equal(ok.statusLine, 'HTTP/1.1 200 OK')
+    assert.ok(header(ok.headerLines, 'x-request-id'))
+    assert.equal(handled, 1)
+    assert.equal(hooked, 1)
+  })
+
+  it('the request id is on a 404 and an auth route, and not on a target Fastify cannot route, as before', async () => {
+    const missing = splitResponse(
+      await rawExchange(port, 'GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    )
+    assert.equal(missing.statusLine, 'HTTP/1.1 404 Not Found')
+    assert.ok(header(missing.headerLines, 'x-request-id'))
+    const settings = splitResponse(
+      await rawExchange(port, 'GET /auth/settings HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    )
+    assert.equal(settings.statusLine, 'HTTP/1.1 200 OK')
+    assert.ok(header(settings.headerLines, 'x-request-id'))
+    const malformed = splitResponse(
+      await rawExchange(port, 'GET /auth/a%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    )
+    assert.equal(malformed.statusLine, 'HTTP/1.1 400 Bad Request')
+    assert.equal(header(malformed.headerLines, 'x-request-id'), undefined)
+  })
+})
+
 /** A plain Fastify server with the handler, a 1 s request timeout and a short log interval. */
 async function withHandler(logIntervalMs: number) {
   const logs = logCapture()
