@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { inboundResponseHeaders } from '../proxy/headers.ts'
-import { mergeOwnHeaders } from '../proxy/relay.ts'
+import { mergeOwnHeaders, ownHeaders } from '../proxy/relay.ts'
 import { relayed } from './scavenge.ts'
 import { makeInert } from './user-content.ts'
 
@@ -110,7 +110,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
     const route = this.#route
     route.owner.answered(this, statusCode)
     const upstreamHeaders = inboundResponseHeaders(controller.rawHeaders as Buffer[])
-    const merged = mergeOwnHeaders(upstreamHeaders, this.reply.getHeaders(), route.ownCors)
+    const merged = mergeOwnHeaders(upstreamHeaders, ownHeaders(this.reply), route.ownCors)
     const flat = route.inert ? makeInert(merged) : merged
     this.reply.hijack()
     this.started = true
