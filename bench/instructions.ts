@@ -14,28 +14,37 @@
  * Instructions are not time (a cache miss costs more than an add) but they are what the code asks
  * of the CPU, and a change that removes work from the request path removes instructions.
  *
- * How: each peer runs alone, one process per case, under `valgrind --tool=callgrind` (authgate
- * exactly as bench/run.ts starts it: `node --max-semi-space-size=8 dist/main.js`, its environment,
+ * How: each peer runs alone, one process per case, under `valgrind --tool=callgrind` (authgate as
+ * bench/run.ts starts it: `node --max-semi-space-size=8 dist/main.js`, its environment,
  * MALLOC_ARENA_MAX=2); the fake backend (nginx) and the stand-ins run natively. A client in this
  * process sends an exact number of requests over `--connections` keep-alive connections, a new
- * request as each answer comes. First `--warmup` requests unmeasured (V8 optimises the hot path
- * after some thousands), then `--windows` windows of `--requests` each, between which callgrind's
- * counters are zeroed and dumped (callgrind_control, through vgdb): only the windows count, not the
- * start-up nor the warm-up. Each answer's status is checked. The figure is the windows' instructions
- * over their units; "spread of windows" is how far the windows of one process are apart (a garbage
- * collection lands in one of them), "spread of processes" how far fresh processes are (--processes).
- * A process whose windows still fall one after another was not warm: the table says so.
+ * request as each answer comes. First `--warmup` requests unmeasured and uninstrumented (V8 tiers
+ * up on its own counts, whatever the speed), then `--windows` windows of `--requests` each, between
+ * which callgrind's counters are zeroed and dumped (its monitor commands, through vgdb): only the
+ * windows count, not the start-up nor the warm-up. Each answer's status is checked. The figure is
+ * the windows' instructions over their units; "spread of windows" is how far the windows of one
+ * process are apart, "spread of processes" how far fresh processes are (--processes). A process
+ * whose windows still fall one after another was not warm: the table says so.
+ *
+ * Every node runs with V8's `--single-threaded`: its compiler and garbage collector work on the
+ * main thread, all of it counted. With its helper threads (`--v8-threads`) their share followed the
+ * wall time, not the requests: the runtime floor's main thread executed 177–183 k instructions per
+ * request in each of four windows while its helper threads added from 1 k to 117 k, most in the
+ * windows that took longest. valgrind runs one thread at a time, and a helper thread runs on (a
+ * concurrent marking revisits what the requests change) while the main thread waits on the
+ * network, which is as long as the machine's load makes it. Single-threaded, the same work is done
+ * and counted once.
  *
  * Sixteen connections, not wrk's 64: under callgrind a peer runs some 50 × slower than natively, so
- * any number of connections keeps it saturated, and at 64 the windows were further apart (how many
- * requests each turn of the event loop finds depends on timing, the one thing callgrind does not
- * hold still). Measures, never judges: nothing here fails on a figure.
+ * any number of connections keeps it saturated; at 64 the windows were further apart (how many
+ * requests each turn of the event loop finds depends on timing, which callgrind does not hold
+ * still). Measures, never judges: nothing here fails on a figure.
  */
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import { parseArgs } from 'node:util'
@@ -71,6 +80,8 @@ const HELP = `node bench/instructions.ts [options]: instructions per request und
   --connections 16         keep-alive connections (the 10 MB objects: 4)
   --processes 1            fresh processes per peer and case (the spread between them is reported)
   --jobs 2                 peers measured at the same time (each under valgrind runs on one core)
+  --valgrind='<options>'   more valgrind options (--separate-threads=yes: each thread's count too)
+  --v8-threads             V8's compiler and GC threads as natively (default: --single-threaded, see above)
   --port-offset 0          moves the ports (19601…)
   --help`
 
@@ -85,6 +96,8 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '16' },
     processes: { type: 'string', default: '1' },
     jobs: { type: 'string', default: '2' },
+    valgrind: { type: 'string', default: '' },
+    'v8-threads': { type: 'boolean', default: false },
     'port-offset': { type: 'string', default: '0' },
     help: { type: 'boolean', default: false },
   },
@@ -99,6 +112,8 @@ const WARMUP = Number(opts.warmup)
 const CONNECTIONS = Number(opts.connections)
 const PROCESSES = Number(opts.processes)
 const JOBS = Number(opts.jobs)
+const V8_THREADS = opts['v8-threads']
+const VALGRIND = opts.valgrind.split(' ').filter((a) => a !== '')
 const ONLY = opts.only.split(',').map((s) => s.trim())
 const PEER_FILTER = opts.peers.split(',').map((s) => s.trim())
 for (const [name, n] of Object.entries({ REQUESTS, WINDOWS, WARMUP, CONNECTIONS, PROCESSES, JOBS }))
@@ -354,14 +369,24 @@ const run = promisify(execFile)
  * One of callgrind's monitor commands (`instrumentation on`, `zero`, `dump`) to the peer's valgrind,
  * through vgdb, as callgrind_control sends them (without its listing of every valgrind process).
  */
-const control = (pid: number, command: string) => run('vgdb', [`--pid=${pid}`, ...command.split(' ')])
+const control = (pid: number, command: string, env: Record<string, string>) =>
+  // valgrind names its end of the pipe after $HOST (authgate's listening address): vgdb must too.
+  run('vgdb', [`--pid=${pid}`, ...command.split(' ')], { env: { ...process.env, ...env } })
 
-/** The instructions of the peer's n-th dump (callgrind writes `<file>.<n>`), once it is written. */
-async function dumped(file: string, n: number): Promise<number> {
+/**
+ * The instructions of the peer's n-th dump (callgrind writes `<file>.<n>`, or `<file>.<n>-<thread>`
+ * for each thread with --separate-threads=yes, then summed), once it is written.
+ */
+async function dumped(file: string, n: number): Promise<{ total: number; threads: number[] }> {
   const until = Date.now() + 30_000
+  const dir = dirname(file)
+  const prefix = `${basename(file)}.${n}`
   for (;;) {
     try {
-      return callgrindInstructions(readFileSync(`${file}.${n}`, 'utf8'))
+      const names = readdirSync(dir).filter((f) => f === prefix || f.startsWith(`${prefix}-`))
+      if (names.length === 0) throw new Error(`no dump ${prefix}`)
+      const threads = names.sort().map((f) => callgrindInstructions(readFileSync(join(dir, f), 'utf8')))
+      return { total: threads.reduce((a, b) => a + b, 0), threads }
     } catch (error) {
       if (Date.now() > until) throw error
     }
@@ -379,7 +404,15 @@ async function measure(peer: Peer, c: Case, launch: Launch): Promise<Run | strin
   const out = join(DIR, `cg-${c.id}-${peer.name.replace(/\W+/g, '_')}-${Date.now()}`)
   const child = start(
     'valgrind',
-    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, ...launch.args],
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      `--callgrind-out-file=${out}`,
+      ...VALGRIND,
+      process.execPath,
+      ...(V8_THREADS ? [] : ['--single-threaded']),
+      ...launch.args,
+    ],
     launch.env,
     launch.cwd,
   )
@@ -405,19 +438,19 @@ async function measure(peer: Peer, c: Case, launch: Launch): Promise<Run | strin
       process.stderr.write(`${c.id} ${peer.name}: warmed up after ${took()}\n`)
       // Instrumented from here only: the warm-up runs some 10 × faster without (V8 tiers up on its own
       // counts, whatever the speed), and what valgrind spends instrumenting is not counted.
-      await control(pid, 'instrumentation on')
+      await control(pid, 'instrumentation on', launch.env)
       const windows: Run['windows'] = []
       for (let w = 1; w <= WINDOWS; w++) {
         const n = Math.ceil(REQUESTS / scale)
         await conns.reopen()
-        await control(pid, 'zero')
+        await control(pid, 'zero', launch.env)
         const statuses = await conns.run(bytes, n)
-        await control(pid, 'dump')
-        const instructions = await dumped(out, w)
+        await control(pid, 'dump', launch.env)
+        const { total: instructions, threads } = await dumped(out, w)
         if (statuses[c.expect] !== n) return `answered ${format(statuses)}, expected ${c.expect}`
         windows.push({ instructions, units: n * units })
         process.stderr.write(
-          `${c.id} ${peer.name}: window ${w}: ${Math.round(instructions / (n * units)).toLocaleString('en-US')} instructions / ${c.unit} (${took()})\n`,
+          `${c.id} ${peer.name}: window ${w}: ${Math.round(instructions / (n * units)).toLocaleString('en-US')} instructions / ${c.unit} (${took()})${threads.length > 1 ? `, threads ${threads.map((t) => Math.round(t / (n * units))).join(' ')}` : ''}\n`,
         )
       }
       if (conns.reconnects() > 0)
@@ -462,7 +495,7 @@ await Promise.all(
     for (let next = work.shift(); next; next = work.shift()) {
       const { row, peer, c } = next
       if (row.problem !== undefined) continue
-      const r = await measure(peer, c, peer.launch(c, slotPorts(slot))!)
+      const r = await measure(peer, c, peer.launch(c, slotPorts(slot))!).catch((e: Error) => e.message)
       if (typeof r === 'string') {
         row.problem = r
         process.stderr.write(`${c.id} ${peer.name}: ${r}\n`)

@@ -82,8 +82,18 @@ describe('instructions per unit over windows', () => {
 
   it('sums each process and spreads windows within a process and processes between them', () => {
     const f = figures([
-      { windows: [{ instructions: 100_000, units: 1000 }, { instructions: 110_000, units: 1000 }] },
-      { windows: [{ instructions: 120_000, units: 1000 }, { instructions: 120_000, units: 1000 }] },
+      {
+        windows: [
+          { instructions: 100_000, units: 1000 },
+          { instructions: 110_000, units: 1000 },
+        ],
+      },
+      {
+        windows: [
+          { instructions: 120_000, units: 1000 },
+          { instructions: 120_000, units: 1000 },
+        ],
+      },
     ])
     assert.equal(f.perUnit, 112.5)
     // Process 1: 100 and 110 (mean 105): 10/105; process 2: none. The larger is reported.
@@ -120,7 +130,10 @@ describe('the table', () => {
       FLOORS,
     )
     const lines = table.split('\n')
-    assert.equal(lines[0], '| case | peer | instructions / unit | × its floor | spread of windows | spread of processes |')
+    assert.equal(
+      lines[0],
+      '| case | peer | instructions / unit | × its floor | spread of windows | spread of processes |',
+    )
     assert.equal(lines[2], '| (a) | authgate | 300,000 / request | 1.50 † | 0.0 % | – |')
     // The floors' own rows carry no ratio, even against the other floor.
     assert.equal(lines[3], '| (a) | fastify floor | 200,000 / request |  | 0.0 % | – |')
