@@ -3,7 +3,7 @@
  * an object), counted by valgrind's callgrind, against the floor each case is judged by.
  *
  *   node bench/instructions.ts [--only a,c,d,rest] [--peers authgate,fastify,node] [--baseline <git ref>]
- *                              [--requests 1000] [--windows 3] [--warmup 4000] [--connections 16]
+ *                              [--requests 1000] [--windows 3] [--warmup 20000] [--connections 16]
  *                              [--processes 1] [--jobs 2] [--port-offset 0]
  *
  * Why: CPU-seconds per request, what bench/run.ts reads from /proc, move 1.3–1.5 × between rounds on
@@ -24,7 +24,10 @@
  * windows count, not the start-up nor the warm-up. Each answer's status is checked. The figure is
  * the windows' instructions over their units; "spread of windows" is how far the windows of one
  * process are apart, "spread of processes" how far fresh processes are (--processes). A process
- * whose windows still fall one after another was not warm: the table says so.
+ * whose windows still fall one after another was not warm: the table says so. 4,000 requests were
+ * not enough: TurboFan still compiled parts of authgate's path (and of the floor's) in the windows
+ * after them, one window in three 20 to 50 % above the others; uninstrumented, 20,000 take about
+ * as long as one instrumented window of 1,000.
  *
  * Every node runs with V8's `--single-threaded`: its compiler and garbage collector work on the
  * main thread, all of it counted. With its helper threads (`--v8-threads`) their share followed the
@@ -80,7 +83,7 @@ const HELP = `node bench/instructions.ts [options]: instructions per request und
   --baseline <git ref>     also authgate built at that commit
   --requests 1000          requests in each measured window
   --windows 3              measured windows per process
-  --warmup 4000            unmeasured requests first (the 10 MB objects: a tenth)
+  --warmup 20000           unmeasured requests first (the 10 MB objects: a tenth)
   --connections 16         keep-alive connections (the 10 MB objects: 4)
   --processes 1            fresh processes per peer and case (the spread between them is reported)
   --jobs 2                 peers measured at the same time (each under valgrind runs on one core)
@@ -96,7 +99,7 @@ const { values: opts } = parseArgs({
     baseline: { type: 'string' },
     requests: { type: 'string', default: '1000' },
     windows: { type: 'string', default: '3' },
-    warmup: { type: 'string', default: '4000' },
+    warmup: { type: 'string', default: '20000' },
     connections: { type: 'string', default: '16' },
     processes: { type: 'string', default: '1' },
     jobs: { type: 'string', default: '2' },
@@ -452,7 +455,11 @@ async function measure(peer: Peer, c: Case, launch: Launch): Promise<Run | strin
         const statuses = await conns.run(bytes, n)
         await control(pid, 'dump', launch.env)
         const { total: instructions, threads } = await dumped(out, w)
-        if (statuses[c.expect] !== n) return `answered ${format(statuses)}, expected ${c.expect}`
+        // A client over its limit gets one request through now and then, as the limit's window moves on
+        // (the longer the window takes, the more): reported, measured in.
+        const others = n - (statuses[c.expect] ?? 0)
+        if (others > (c.limited ? n / 100 : 0)) return `answered ${format(statuses)}, expected ${c.expect}`
+        if (others > 0) process.stderr.write(`${c.id} ${peer.name}: window ${w}: ${format(statuses)}\n`)
         windows.push({ instructions, units: n * units })
         process.stderr.write(
           `${c.id} ${peer.name}: window ${w}: ${Math.round(instructions / (n * units)).toLocaleString('en-US')} instructions / ${c.unit} (${took()})${threads.length > 1 ? `, threads ${threads.map((t) => Math.round(t / (n * units))).join(' ')}` : ''}\n`,
