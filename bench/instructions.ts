@@ -523,7 +523,7 @@ console.log(
   `\nRun ${new Date(startedAt).toISOString().slice(0, 16).replace('T', ' ')} UTC, \`${command}\`, authgate ${commit}, Node.js ${process.version}, ${valgrind}.`,
 )
 console.log(
-  `\nInstructions executed by the peer's process (all its threads) under callgrind, per unit, over ${WINDOWS} windows of ${REQUESTS} requests (the ${OBJECT_BYTES / 2 ** 20} MB objects: a tenth) after ${WARMUP} unmeasured ones, ${CONNECTIONS} keep-alive connections, ${PROCESSES} process${PROCESSES > 1 ? 'es' : ''} per peer and case. "× its floor" is against the floor the case is judged by (* runtime: bench/peers/node-floor.ts, † framework: bench/peers/fastify-floor.ts).\n`,
+  `\nInstructions executed by the peer's process under callgrind (all its threads; node ${V8_THREADS ? '' : '--single-threaded '}--no-memory-reducer), per unit, over ${WINDOWS} windows of ${REQUESTS} requests (the ${OBJECT_BYTES / 2 ** 20} MB objects: a tenth) after ${WARMUP} unmeasured ones, ${CONNECTIONS} keep-alive connections, ${PROCESSES} process${PROCESSES > 1 ? 'es' : ''} per peer and case. "× its floor" is against the floor the case is judged by (* runtime: bench/peers/node-floor.ts, † framework: bench/peers/fastify-floor.ts).\n`,
 )
 console.log(instructionsTable(rows, { runtime: RUNTIME_FLOOR, framework: FRAMEWORK_FLOOR }))
 console.log(`\n(the run took ${((Date.now() - startedAt) / 60_000).toFixed(1)} minutes)`)
