@@ -16,26 +16,36 @@
  * whatever the machine's speed. `--baseline <ref>` builds that commit's `dist` beside this one.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs'
-import { connect } from 'node:net'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, release, tmpdir, totalmem } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { allocatorLabel, imageAllocatorEnv } from './allocator.ts'
+import { allocatorLabel } from './allocator.ts'
 import { constantRate, idleConnections, type RequestSpec } from './load.ts'
 import { benchToken } from './peers/authgate-protected.ts'
 import { OBJECT_BYTES } from './peers/stand-ins.ts'
+import {
+  AUTHGATE_ARGS,
+  authgateEnv,
+  benchCases,
+  buildBaseline,
+  floorArgs,
+  FLOORS,
+  FRAMEWORK_FLOOR,
+  OBJECT_MB,
+  pathOn,
+  render,
+  restEnv,
+  ROOT,
+  RUNTIME_FLOOR,
+  SOCKET_PATH,
+  socketHeaders,
+  socketsEnv,
+  UNLIMITED,
+  waitForPort,
+  type Case,
+} from './setup.ts'
 import { socketMessages } from './socket-load.ts'
 
 const { values: opts } = parseArgs({
@@ -68,7 +78,6 @@ const WORKERS = Number(opts.workers)
 const ONLY = opts.only?.split(',').map((s) => s.trim())
 const PEER_FILTER = opts.peers?.split(',').map((s) => s.trim())
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const DIR = mkdtempSync(join(tmpdir(), 'authgate-bench-'))
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim()) || 100
 const have = (bin: string) => spawnSync('which', [bin]).status === 0
@@ -155,22 +164,6 @@ setTimeout(() => {
   process.exit(3)
 }, HARD_LIMIT_MS).unref()
 
-async function waitForPort(port: number, timeoutMs = 20_000): Promise<boolean> {
-  const until = Date.now() + timeoutMs
-  while (Date.now() < until) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1', () => {
-        s.destroy()
-        resolve(true)
-      })
-      s.on('error', () => resolve(false))
-    })
-    if (ok) return true
-    await sleep(100)
-  }
-  return false
-}
-
 /** The pid and its descendants (nginx master + workers, node primary + cluster workers). */
 function tree(pid: number): number[] {
   const out = [pid]
@@ -250,11 +243,6 @@ function rssMb(pid: number): number {
   }
   return kb / 1024
 }
-function render(template: string, vars: Record<string, string | number>): string {
-  return readFileSync(join(ROOT, 'bench/peers', template), 'utf8').replace(/\{\{(\w+)\}\}/g, (_, k: string) =>
-    String(vars[k]),
-  )
-}
 
 // --- peers -------------------------------------------------------------------------------------
 
@@ -316,83 +304,39 @@ peers.push({
 // An earlier commit (--baseline) is built the same way.
 execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' })
 function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildProcess {
-  return start(
-    process.execPath,
-    // As the container image runs it (Dockerfile's CMD): the young generation held at 8 MiB semi-spaces.
-    ['--max-semi-space-size=8', 'dist/main.js'],
-    {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      AUTHGATE_BACKEND_URL: `http://127.0.0.1:${PORTS.backend}`,
-      // nginx, HAProxy and Caddy run with access logs off; so does authgate (warnings and errors stay).
-      AUTHGATE_LOG_LEVEL: 'warn',
-      AUTHGATE_BACKEND_CONNECTIONS: '64',
-      // As the container image runs it (Dockerfile): jemalloc, glibc's two arenas otherwise.
-      ...imageAllocatorEnv(),
-      ...env,
-    },
-    cwd,
-  )
+  return start(process.execPath, AUTHGATE_ARGS, { ...authgateEnv(port, PORTS.backend), ...env }, cwd)
 }
-// Forwarding cases measure forwarding: no per-IP limit, and no per-account limit on the one account
-// every request of case (a) names (it would answer 429 after ten).
-const unlimited = { AUTHGATE_RATE_LIMITED_ROUTES: 'none', AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES: 'POST /token=off' }
-const rest = {
-  AUTHGATE_REST_URL: `http://127.0.0.1:${PORTS.backend}`,
-  AUTHGATE_REST_DOCUMENT_REFRESH: 'off',
-  AUTHGATE_STORAGE_URL: `http://127.0.0.1:${PORTS.standInStorage}`,
-}
-// The Realtime case: the socket with cookie sessions on, so every client frame passes the stand-in
-// swap's parser (src/sessions/socket-swap.ts), as in a cookie-mode app.
-const sockets = {
-  ...unlimited,
-  AUTHGATE_REALTIME_URL: `http://127.0.0.1:${PORTS.standInRealtime}`,
-  AUTHGATE_SESSIONS: 'on',
-  AUTHGATE_SESSION_KEYS: `bench:${Buffer.alloc(32, 7).toString('base64')}`,
-}
-/** The handshake of the Realtime case on authgate: a session cookie, from the page's own origin. */
-const SOCKET_PATH = '/realtime/v1/websocket?apikey=bench-publishable-key&vsn=2.0.0'
-const socketHeaders = (port: number) => ({
-  Cookie: `__Host-authgate-session=${'s'.repeat(43)}`,
-  Origin: `http://127.0.0.1:${port}`,
-})
+const unlimited = UNLIMITED
+const rest = restEnv(PORTS.backend, PORTS.standInStorage)
+const sockets = socketsEnv(PORTS.standInRealtime)
 const limitedRedis = {
   AUTHGATE_REDIS_URL: 'redis://127.0.0.1:6379',
   AUTHGATE_REDIS_KEY_PREFIX: `bench:${process.pid}:`,
 }
 
-// The floors: how fast Node.js relays and refuses with nothing of authgate's per-request work, alone
-// and behind a bare Fastify route (its request, router and hooks, nothing else).
-const FLOORS = [
-  {
-    want: 'node',
-    name: 'node:http + undici (floor)',
-    file: 'node-floor.ts',
-    port: PORTS.nodeFloor,
-    limited: PORTS.nodeFloorLimited,
-  },
-  {
-    want: 'fastify',
-    name: 'Fastify + undici (framework floor)',
-    file: 'fastify-floor.ts',
-    port: PORTS.fastifyFloor,
-    limited: PORTS.fastifyFloorLimited,
-  },
-]
+const FLOOR_PORTS = {
+  node: { port: PORTS.nodeFloor, limited: PORTS.nodeFloorLimited },
+  fastify: { port: PORTS.fastifyFloor, limited: PORTS.fastifyFloorLimited },
+}
 for (const floor of FLOORS.filter((f) => want(f.want))) {
   // The runtime floor relays Storage's objects too, and Realtime's socket as bytes over TCP.
   const runtime = floor.want === 'node'
-  const f = start(process.execPath, [
-    join(ROOT, 'bench/peers', floor.file),
-    String(floor.port),
-    String(floor.limited),
-    String(PORTS.backend),
-    ...(runtime ? [String(PORTS.standInStorage), String(PORTS.nodeFloorSocket), String(PORTS.standInRealtime)] : []),
-  ])
+  const { port, limited } = FLOOR_PORTS[floor.want]
+  const f = start(
+    process.execPath,
+    floorArgs(floor, {
+      port,
+      limited,
+      backend: PORTS.backend,
+      storage: PORTS.standInStorage,
+      socket: PORTS.nodeFloorSocket,
+      realtime: PORTS.standInRealtime,
+    }),
+  )
   peers.push({
     name: floor.name,
-    port: floor.port,
-    limitedPort: floor.limited,
+    port,
+    limitedPort: limited,
     pid: () => f.pid,
     group: 'limit',
     noMemory: true,
@@ -483,28 +427,8 @@ if (opts.baseline && want('authgate')) {
   // The same service at another commit, for before/after in one run.
   const dir = join(DIR, 'baseline')
   mkdirSync(dir)
-  // The sources' archive is over spawnSync's default 1 MB of output.
-  const archive = spawnSync(
-    'git',
-    ['-C', ROOT, 'archive', opts.baseline, 'src', 'package.json', 'tsconfig.json', 'tsconfig.build.json'],
-    { maxBuffer: 64 * 1024 * 1024 },
-  )
-  if (archive.status !== 0) throw new Error(`git archive ${opts.baseline}: ${archive.stderr.toString()}`)
-  spawnSync('tar', ['-x', '-C', dir], { input: archive.stdout })
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
-  // Compiled as this commit is (node dist/main.js): the before column measures code, not type stripping.
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: dir,
-    stdio: 'inherit',
-  })
-  // The switches the earlier commit knows: one that knows no per-account limits refuses their setting.
-  const knowsAccountLimits =
-    spawnSync('grep', ['-rqs', 'AUTHGATE_ACCOUNT_RATE_LIMIT_ROUTES', join(dir, 'src')]).status === 0
-  const b = authgate(
-    PORTS.baseline,
-    { ...(knowsAccountLimits ? unlimited : { AUTHGATE_RATE_LIMITED_ROUTES: 'none' }), ...rest },
-    dir,
-  )
+  const forward = buildBaseline(opts.baseline, dir)
+  const b = authgate(PORTS.baseline, { ...forward, ...rest }, dir)
   const bm = authgate(PORTS.baselineMemory, {}, dir)
   const bs = authgate(PORTS.baselineSockets, sockets, dir)
   peers.push({
@@ -599,164 +523,9 @@ await sleep(500)
 
 // --- cases -------------------------------------------------------------------------------------
 
-interface Case {
-  id: string
-  label: string
-  request: RequestSpec
-  /** Which port of a peer: the plain one, or the limited one (429 path). */
-  limited?: boolean
-  expect: number
-  /** Peers that have no such thing (the OpenAPI document is authgate's own). */
-  authgateOnly?: boolean
-  /** Only the peers serving application routes behind the protect plugin. */
-  protectOnly?: boolean
-  /** Only the peers that relay Storage's objects. */
-  storageOnly?: boolean
-  /** Realtime's socket: messages through each peer's socket port, not HTTP requests. */
-  socket?: boolean
-  latency: boolean
-  /**
-   * The floor the case is judged against: the framework floor (Fastify + the same relay) for the
-   * validated routes, the runtime floor (node:http + undici) for pass-through and refusals.
-   */
-  floor: 'runtime' | 'framework'
-  /** What one counted thing is (a request, a MB of an object, a socket message) and how many per request. */
-  unit: 'req' | 'MB' | 'msg'
-  unitsPerRequest?: number
-  /** wrk connections, when not --connections (a few for 10 MB objects). */
-  connections?: number
-}
-const TOKEN_BODY = '{"email":"user@example.com","password":"correct-horse-battery"}'
-const json = { 'Content-Type': 'application/json' }
 const UPLOAD = join(DIR, 'upload.bin')
 writeFileSync(UPLOAD, Buffer.alloc(OBJECT_BYTES, 'upload '))
-const OBJECT_MB = OBJECT_BYTES / 2 ** 20
-const CASES: Case[] = [
-  {
-    id: 'a',
-    label: '(a) POST /auth/token, JSON validated',
-    request: { method: 'POST', path: '/auth/token?grant_type=password', body: TOKEN_BODY, headers: json },
-    expect: 200,
-    latency: true,
-    floor: 'framework',
-    unit: 'req',
-  },
-  {
-    id: 'b',
-    label: '(b) GET /auth/settings',
-    request: { method: 'GET', path: '/auth/settings' },
-    expect: 200,
-    latency: true,
-    floor: 'framework',
-    unit: 'req',
-  },
-  {
-    id: 'b2',
-    label: '(b) GET /auth/.well-known/jwks.json',
-    request: { method: 'GET', path: '/auth/.well-known/jwks.json' },
-    expect: 200,
-    latency: false,
-    floor: 'framework',
-    unit: 'req',
-  },
-  {
-    id: 'c',
-    label: '(c) GET /auth/authorize (302 relay)',
-    request: { method: 'GET', path: '/auth/authorize?provider=github' },
-    expect: 302,
-    latency: true,
-    floor: 'framework',
-    unit: 'req',
-  },
-  {
-    id: 'd',
-    label: '(d) POST /auth/token over the limit (429)',
-    request: { method: 'POST', path: '/auth/token?grant_type=password', body: TOKEN_BODY, headers: json },
-    limited: true,
-    expect: 429,
-    latency: true,
-    floor: 'runtime',
-    unit: 'req',
-  },
-  {
-    id: 'f',
-    label: '(f) GET /bench/open (application route, no check)',
-    request: { method: 'GET', path: '/bench/open', headers: { authorization: `Bearer ${BENCH_TOKEN}` } },
-    protectOnly: true,
-    expect: 200,
-    latency: true,
-    floor: 'framework',
-    unit: 'req',
-  },
-  {
-    id: 'g',
-    label: "(g) GET /bench/verified (auth: 'required', ES256, the same token again)",
-    request: { method: 'GET', path: '/bench/verified', headers: { authorization: `Bearer ${BENCH_TOKEN}` } },
-    protectOnly: true,
-    expect: 200,
-    latency: true,
-    floor: 'framework',
-    unit: 'req',
-  },
-  {
-    id: 'rest',
-    label: '(e) GET /rest/v1/todos (the REST service beside Auth, streamed)',
-    request: { method: 'GET', path: '/rest/v1/todos?select=*', headers: { apikey: 'bench-publishable-key' } },
-    expect: 200,
-    latency: true,
-    floor: 'runtime',
-    unit: 'req',
-  },
-  {
-    id: 'sd',
-    label: `(e) GET /storage/v1/object (a ${OBJECT_MB} MB download)`,
-    request: { method: 'GET', path: '/storage/v1/object/bench/10mb' },
-    storageOnly: true,
-    expect: 200,
-    latency: false,
-    floor: 'runtime',
-    unit: 'MB',
-    unitsPerRequest: OBJECT_MB,
-    connections: 4,
-  },
-  {
-    id: 'su',
-    label: `(e) POST /storage/v1/object (a ${OBJECT_MB} MB upload)`,
-    request: {
-      method: 'POST',
-      path: '/storage/v1/object/bench/upload',
-      bodyFile: UPLOAD,
-      headers: { 'Content-Type': 'application/octet-stream' },
-    },
-    storageOnly: true,
-    expect: 200,
-    latency: false,
-    floor: 'runtime',
-    unit: 'MB',
-    unitsPerRequest: OBJECT_MB,
-    connections: 4,
-  },
-  {
-    id: 'rt',
-    label: '(e) Realtime socket, broadcast messages echoed (cookie sessions: the stand-in swap on)',
-    request: { method: 'GET', path: SOCKET_PATH },
-    socket: true,
-    expect: 101,
-    latency: false,
-    floor: 'runtime',
-    unit: 'msg',
-  },
-  {
-    id: 'e',
-    label: '(e) GET /openapi.json (gzip, as browsers ask)',
-    request: { method: 'GET', path: '/openapi.json', headers: { 'accept-encoding': 'gzip' } },
-    authgateOnly: true,
-    expect: 200,
-    latency: false,
-    floor: 'framework',
-    unit: 'req',
-  },
-]
+const CASES: Case[] = benchCases({ uploadFile: UPLOAD, benchToken: BENCH_TOKEN })
 
 function portFor(peer: Peer, c: Case): number | undefined {
   if (c.socket) return peer.socketPort
@@ -767,8 +536,10 @@ function portFor(peer: Peer, c: Case): number | undefined {
   return peer.port >= 0 ? peer.port : undefined
 }
 function pathFor(peer: Peer, c: Case): string {
-  if (c.socket) return peer.socketPath ?? c.request.path
-  return peer.direct ? c.request.path.replace(/^\/(auth|rest\/v1)/, '') : c.request.path
+  return pathOn(c, {
+    ...(peer.direct ? { direct: true } : {}),
+    ...(peer.socketPath ? { socketPath: peer.socketPath } : {}),
+  })
 }
 
 async function oneRequest(port: number, spec: RequestSpec): Promise<number> {
@@ -1000,8 +771,6 @@ lines.push(
   '| case | peer | max /s | × runtime floor | × framework floor | p50 ms | p99 ms | CPU µs / unit | CPU × its floor | heap KB / unit | heap × its floor | RSS MB after |',
 )
 lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|')
-const RUNTIME_FLOOR = FLOORS[0]!.name
-const FRAMEWORK_FLOOR = FLOORS[1]!.name
 for (const c of cases) {
   const per = c.unitsPerRequest ?? 1
   const stat = (peer: string) => {

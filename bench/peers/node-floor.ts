@@ -21,6 +21,10 @@ import { backendPath, Relay, streamed, StreamingRelay } from './floor-relay.ts'
 const [port, limitedPort, backendPort, storagePort, socketPort, socketUpstreamPort] = process.argv.slice(2).map(Number)
 const pool = new Pool(`http://127.0.0.1:${backendPort}`, { connections: 64, pipelining: 1 })
 const storagePool = new Pool(`http://127.0.0.1:${storagePort ?? backendPort}`, { connections: 64, pipelining: 1 })
+// Fastify's default keep-alive timeout (the framework floor's), not node:http's 5 s: a connection idle
+// for a few seconds (between bench/instructions.ts's windows, on a loaded machine) stays open. Under
+// wrk's load no connection idles.
+const KEEP_ALIVE_MS = 72_000
 createServer((req: IncomingMessage, res: ServerResponse) => {
   const url = req.url ?? '/'
   if (streamed(url)) {
@@ -50,7 +54,7 @@ createServer((req: IncomingMessage, res: ServerResponse) => {
       new Relay(res),
     )
   })
-}).listen(port, '127.0.0.1')
+}).listen(port, '127.0.0.1').keepAliveTimeout = KEEP_ALIVE_MS
 
 const DENIED = Buffer.from('{"code":429,"error_code":"over_request_rate_limit","msg":"Request rate limit reached"}')
 createServer((req, res) => {
@@ -59,7 +63,7 @@ createServer((req, res) => {
   res
     .writeHead(429, { 'content-type': 'application/json', 'content-length': DENIED.length, 'retry-after': '10' })
     .end(DENIED)
-}).listen(limitedPort, '127.0.0.1')
+}).listen(limitedPort, '127.0.0.1').keepAliveTimeout = KEEP_ALIVE_MS
 
 if (socketPort !== undefined && socketUpstreamPort !== undefined && !Number.isNaN(socketPort)) {
   createTcpServer((client) => {
