@@ -59,7 +59,7 @@ import { callgrindInstructions, instructionsTable, type Row, type Run } from './
 import { requestBytes, type RequestSpec } from './load.ts'
 import { OBJECT_BYTES } from './peers/stand-ins.ts'
 import {
-  AUTHGATE_ARGS,
+  SERVICE_ARGS,
   authgateEnv,
   benchCases,
   buildBaseline,
@@ -213,7 +213,7 @@ function authgateLaunch(cwd: string, forward: Record<string, string>) {
     if (c.socket || c.protectOnly) return undefined
     const port = c.limited ? ports.limited : ports.peer
     const env = c.limited ? {} : { ...forward, ...restEnv(PORTS.backend, PORTS.standInStorage) }
-    return { args: AUTHGATE_ARGS, env: { ...authgateEnv(port, PORTS.backend), ...env }, cwd, port }
+    return { args: SERVICE_ARGS, env: { ...authgateEnv(port, PORTS.backend), ...env }, cwd, port }
   }
 }
 const want = (name: string) => PEER_FILTER.some((f) => name.startsWith(f))

@@ -26,7 +26,7 @@ import { constantRate, idleConnections, type RequestSpec } from './load.ts'
 import { benchToken } from './peers/authgate-protected.ts'
 import { OBJECT_BYTES } from './peers/stand-ins.ts'
 import {
-  AUTHGATE_ARGS,
+  SERVICE_ARGS,
   authgateEnv,
   benchCases,
   buildBaseline,
@@ -304,7 +304,7 @@ peers.push({
 // An earlier commit (--baseline) is built the same way.
 execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' })
 function authgate(port: number, env: Record<string, string>, cwd = ROOT): ChildProcess {
-  return start(process.execPath, AUTHGATE_ARGS, { ...authgateEnv(port, PORTS.backend), ...env }, cwd)
+  return start(process.execPath, SERVICE_ARGS, { ...authgateEnv(port, PORTS.backend), ...env }, cwd)
 }
 const unlimited = UNLIMITED
 const rest = restEnv(PORTS.backend, PORTS.standInStorage)

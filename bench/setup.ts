@@ -46,7 +46,7 @@ export function render(template: string, vars: Record<string, string | number>):
  * CMD): the young generation held at 8 MiB semi-spaces. Relative to the checkout (or the baseline's
  * directory) it runs in.
  */
-export const AUTHGATE_ARGS = ['--max-semi-space-size=8', 'dist/main.js']
+export const SERVICE_ARGS = ['--max-semi-space-size=8', 'dist/main.js']
 
 /** authgate's environment in the bench: on `port`, in front of the fake backend. */
 export function authgateEnv(port: number, backendPort: number): Record<string, string> {
