@@ -149,7 +149,10 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
     requestIdHeader: false,
     genReqId: requestIdGenerator(config.requestIdHeader, config.trustedProxies),
     // Malformed requests and slow clients: authgate's error body, `Connection: close`, a log line.
-    clientErrorHandler: createClientErrorHandler(config.requestIdHeader),
+    clientErrorHandler: createClientErrorHandler(config.requestIdHeader, {
+      unusedTimeoutMs: config.keepAliveTimeoutMs,
+      headerTimeoutMs: config.headerTimeoutMs,
+    }),
     // The client IP the forwarder sends and the limiter keys on comes from Fastify's `request.ips`
     // (src/proxy/client-ip.ts); each address is judged on its normalised form (`IP:port` too).
     trustProxy: config.trustedProxies.length > 0 ? trustedProxyRule(config.trustedProxies) : false,

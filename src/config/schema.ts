@@ -111,7 +111,8 @@ export const SETTINGS: readonly Setting[] = [
     name: 'AUTHGATE_HEADER_TIMEOUT',
     group: 'Client limits',
     default: '10s',
-    meaning: 'time a client has to send the request head; over it: 408 and the connection is closed',
+    meaning:
+      'time a client has to send the request head, from its first byte; over it: 408 and the connection is closed',
   },
   {
     name: 'AUTHGATE_REQUEST_TIMEOUT',
@@ -123,7 +124,8 @@ export const SETTINGS: readonly Setting[] = [
     name: 'AUTHGATE_KEEP_ALIVE_TIMEOUT',
     group: 'Client limits',
     default: '72s',
-    meaning: "how long an idle client connection is kept open (above a load balancer's idle timeout)",
+    meaning:
+      "how long an idle client connection is kept open (above a load balancer's idle timeout), one that has not sent its first request yet included",
   },
   {
     name: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET',

@@ -4,7 +4,9 @@ import type { CoreConfig } from '../config.ts'
 
 /**
  * The server's limits on clients, as Fastify and Node.js options:
- * - `headersTimeout`: the request head must arrive within AUTHGATE_HEADER_TIMEOUT;
+ * - `headersTimeout`: the request head must arrive within AUTHGATE_HEADER_TIMEOUT of its first
+ *   byte. (Node.js counts a connection's first head from the connection's start; the client-error
+ *   handler keeps a connection that has sent nothing as an idle one instead of answering it 408.)
  * - `requestTimeout`: the whole request, body included, within AUTHGATE_REQUEST_TIMEOUT (it stops
  *   counting once the request is received: a slow backend is the backend timeout's business);
  * - `connectionsCheckingInterval`: how often Node.js looks for connections past those two. Its
@@ -17,8 +19,8 @@ import type { CoreConfig } from '../config.ts'
  * - `maxHeaderSize`, `keepAliveTimeout`, `maxRequestsPerSocket`;
  * - `requireHostHeader` off: src/http/host.ts answers a request without `Host` instead of Node.js.
  * Each rejection reaches the client-error handler (src/http/client-errors.ts). Together they bound
- * how long any one client connection is held (a slow head, a slow body, an idle keep-alive); how
- * many are held at once is src/http/connection-limit.ts's.
+ * how long any one client connection is held (a slow head, a slow body, an idle keep-alive or one
+ * that has not sent its first request); how many are held at once is src/http/connection-limit.ts's.
  */
 export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
   const shortest = Math.min(config.headerTimeoutMs, config.requestTimeoutMs)

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -94,7 +95,8 @@ describe('slow and malformed clients', () => {
     })
 
     it('headers sent one byte per second are cut off at the header timeout', async () => {
-      const { raw, closedAfterMs } = await dribble(port, '', 'GET /auth/settings HTTP/1.1\r\nHost: x\r\n\r\n')
+      // The first byte at once: the header timeout counts from it (D185).
+      const { raw, closedAfterMs } = await dribble(port, 'G', 'ET /auth/settings HTTP/1.1\r\nHost: x\r\n\r\n')
       const res = splitResponse(raw)
       assert.equal(res.statusLine, 'HTTP/1.1 408 Request Timeout')
       assert.equal(header(res.headerLines, 'connection'), 'close')
@@ -283,6 +285,152 @@ describe('the Host check and the request id ahead of the hooks (D171)', () => {
     )
     assert.equal(malformed.statusLine, 'HTTP/1.1 400 Bad Request')
     assert.equal(header(malformed.headerLines, 'x-request-id'), undefined)
+  })
+})
+
+/**
+ * Blocks this thread, the server's with it: what a busy event loop does to bytes that have reached
+ * its socket. Waits on an atomic, so the core is free meanwhile.
+ */
+const blockFor = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+
+/** Everything received on `socket`, and when it closed (ms after `since`). */
+function received(socket: Socket, since: number) {
+  const seen = { raw: '', closedAfterMs: undefined as number | undefined }
+  socket.on('data', (c: Buffer) => (seen.raw += c.toString('latin1')))
+  socket.on('error', () => {})
+  socket.on('close', () => (seen.closedAfterMs = performance.now() - since))
+  return seen
+}
+
+async function until(done: () => boolean, withinMs: number): Promise<void> {
+  const deadline = performance.now() + withinMs
+  while (!done() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+}
+
+const SETTINGS_REQUEST = 'GET /auth/settings HTTP/1.1\r\nHost: x\r\n\r\n'
+
+// A client may open a connection before it has a request for it (a browser's preconnect, a pool
+// that opens ahead, the soak's load generator): Node.js counts that connection's first head from
+// the moment it was accepted, and its periodic check runs before the loop reads what has arrived.
+describe('connections opened ahead of their first request (D185)', { concurrency: true }, () => {
+  const HEADER_TIMEOUT_MS = 1000
+  let backend: FakeBackend
+  let app: FastifyInstance
+  let port: number
+
+  before(async () => {
+    backend = await startFakeBackend()
+    app = await buildApp({
+      rateLimit: false,
+      config: {
+        backendUrl: parseBackendUrl('test', backend.url),
+        headerTimeoutMs: HEADER_TIMEOUT_MS,
+        requestTimeoutMs: 2000,
+      },
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as { port: number }).port
+  })
+  after(async () => {
+    await app.close()
+    await backend.close()
+  })
+
+  it('a request that has arrived when the header check falls due is answered, not refused 408', async () => {
+    const socket = connect(port, '127.0.0.1')
+    await once(socket, 'connect')
+    const seen = received(socket, performance.now())
+    try {
+      // Unused for half the header timeout: Node.js's check cannot have judged it yet.
+      await new Promise((r) => setTimeout(r, HEADER_TIMEOUT_MS / 2))
+      // From the check phase, the next timers (Node.js's check among them) run before the next poll.
+      await new Promise((r) => setImmediate(r))
+      socket.write(SETTINGS_REQUEST)
+      // The server busy meanwhile: the request waits in the kernel while the connection grows older
+      // than the header timeout and the check (every 250 ms here) falls due.
+      blockFor(HEADER_TIMEOUT_MS + 500)
+      await until(() => seen.raw.includes('\r\n\r\n') || seen.closedAfterMs !== undefined, 10_000)
+      assert.match(seen.raw, /^HTTP\/1\.1 200 OK\r\n/, seen.raw.slice(0, 200))
+    } finally {
+      socket.destroy()
+    }
+  })
+
+  it('a connection unused past the header timeout stays open and carries its first request', async () => {
+    const socket = connect(port, '127.0.0.1')
+    await once(socket, 'connect')
+    const seen = received(socket, performance.now())
+    try {
+      // Past the timeout and two checks (every 250 ms), with room for a loaded machine.
+      await new Promise((r) => setTimeout(r, HEADER_TIMEOUT_MS * 2))
+      assert.deepEqual(seen, { raw: '', closedAfterMs: undefined }, 'nothing answered, not closed')
+      socket.write(SETTINGS_REQUEST)
+      await until(() => seen.raw.includes('\r\n\r\n') || seen.closedAfterMs !== undefined, 10_000)
+      assert.match(seen.raw, /^HTTP\/1\.1 200 OK\r\n/, seen.raw.slice(0, 200))
+    } finally {
+      socket.destroy()
+    }
+  })
+
+  it('a head begun and left unfinished is still refused 408 at the header timeout', async () => {
+    const started = performance.now()
+    const socket = connect(port, '127.0.0.1', () => socket.write('GET /auth/settings HTTP/1.1\r\nHost: x\r\n'))
+    const seen = received(socket, started)
+    await until(() => seen.closedAfterMs !== undefined, 10_000)
+    assert.match(seen.raw, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+    assert.match(seen.raw, /"msg":"The request headers were not received in time"/)
+    assert.ok(seen.closedAfterMs! >= HEADER_TIMEOUT_MS - 100, `closed after ${seen.closedAfterMs} ms`)
+  })
+})
+
+describe('a connection that never sends a request (D185)', { concurrency: true }, () => {
+  const HEADER_TIMEOUT_MS = 500
+  const KEEP_ALIVE_TIMEOUT_MS = 3000
+  let backend: FakeBackend
+  let app: FastifyInstance
+  let port: number
+
+  before(async () => {
+    backend = await startFakeBackend()
+    app = await buildApp({
+      rateLimit: false,
+      config: {
+        backendUrl: parseBackendUrl('test', backend.url),
+        headerTimeoutMs: HEADER_TIMEOUT_MS,
+        requestTimeoutMs: 1000,
+        keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
+      },
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as { port: number }).port
+  })
+  after(async () => {
+    await app.close()
+    await backend.close()
+  })
+
+  it('is closed without an answer once an idle connection would be (the keep-alive timeout)', async () => {
+    const started = performance.now()
+    const socket = connect(port, '127.0.0.1')
+    const seen = received(socket, started)
+    await until(() => seen.closedAfterMs !== undefined, 20_000)
+    assert.equal(seen.raw, '', 'no answer: there was no request')
+    assert.ok(
+      seen.closedAfterMs! >= KEEP_ALIVE_TIMEOUT_MS && seen.closedAfterMs! < 20_000,
+      `closed after ${seen.closedAfterMs} ms`,
+    )
+  })
+
+  it('bytes that never make a request (a bare CRLF) are answered 408 in the end', async () => {
+    const started = performance.now()
+    const socket = connect(port, '127.0.0.1')
+    const seen = received(socket, started)
+    // After the header check has found the connection unused, well before the keep-alive timeout.
+    setTimeout(() => socket.write('\r\n'), HEADER_TIMEOUT_MS * 2)
+    await until(() => seen.closedAfterMs !== undefined, 20_000)
+    assert.match(seen.raw, /^HTTP\/1\.1 408 Request Timeout\r\n/, seen.raw.slice(0, 200))
+    assert.ok(seen.closedAfterMs! >= KEEP_ALIVE_TIMEOUT_MS, `closed after ${seen.closedAfterMs} ms`)
   })
 })
 
