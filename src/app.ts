@@ -238,6 +238,12 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   }
   app.addHook('onListen', async () => readiness.start())
   app.addHook('onClose', () => readiness.close())
+  // Connections that have sent nothing are not idle to Node.js, and would hold the close (D185).
+  const clientErrors = server.clientErrorHandler as ClientErrorHandler
+  app.addHook('preClose', (done) => {
+    clientErrors.closeUnused()
+    done()
+  })
   // Memory a load grew is given back once the process is idle again (src/core/idle-release.ts).
   const idleRelease = new IdleRelease()
   app.addHook('onListen', async () => idleRelease.start())
@@ -263,7 +269,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     rateLimiter,
     readiness,
     processMetrics: options.processMetrics ?? false,
-    clientErrors: (server.clientErrorHandler as ClientErrorHandler).counts,
+    clientErrors: clientErrors.counts,
     connectionLimit,
   })
   forwarder.observer = metrics.observeBackend

@@ -50,6 +50,11 @@ export interface ClientErrorHandler {
   (this: unknown, err: ConnectionError, socket: Socket): void
   /** Answers given, by `error\treason` (authgate's code, Node.js's code). */
   readonly counts: ReadonlyMap<string, number>
+  /**
+   * Closes the connections kept unused that have still sent nothing. For shutting down: Node.js's
+   * `closeIdleConnections` sees only connections that have finished a request.
+   */
+  closeUnused(): void
 }
 
 /** Node.js's error codes are a fixed set; anything else is not a label value. */
@@ -79,6 +84,8 @@ export function createClientErrorHandler(
 ): ClientErrorHandler {
   const counts = new Map<string, number>()
   const { unusedTimeoutMs } = options
+  // Connections kept unused (`keepUnused`), until they close.
+  const kept = new Set<Socket>()
   // Sockets already answered: the end of a connection cut by a timeout can raise a second parser
   // error (HPE_INVALID_EOF_STATE) for the same request, which is no new client error.
   const answered = new WeakSet<Socket>()
@@ -164,7 +171,11 @@ export function createClientErrorHandler(
    */
   function keepUnused(socket: Socket, timeoutMs: number, stage: 'unused' | 'begun'): void {
     const timer = setTimeout(() => setImmediate(judgeUnused, socket, stage), timeoutMs).unref()
-    socket.once('close', () => clearTimeout(timer))
+    kept.add(socket)
+    socket.once('close', () => {
+      clearTimeout(timer)
+      kept.delete(socket)
+    })
   }
   function judgeUnused(socket: Socket, stage: 'unused' | 'begun'): void {
     if (socket.destroyed || asked(socket)) return
@@ -174,7 +185,10 @@ export function createClientErrorHandler(
     else if (app !== undefined) handler.call(app, requestTimeout(), socket)
     else socket.destroy()
   }
-  return Object.assign(handler, { counts })
+  const closeUnused = () => {
+    for (const socket of kept) if (socket.bytesRead === 0 && !asked(socket)) socket.destroy()
+  }
+  return Object.assign(handler, { counts, closeUnused })
 }
 
 /** Whether a request has come on the connection: one answered, being answered, or being read. */

@@ -434,6 +434,32 @@ describe('a connection that never sends a request (D185)', { concurrency: true }
   })
 })
 
+it('closing the service closes a connection kept unused, which Node.js does not count as idle (D185)', async () => {
+  const backend = await startFakeBackend()
+  const app = await buildApp({
+    rateLimit: false,
+    config: { backendUrl: parseBackendUrl('test', backend.url), headerTimeoutMs: 500, requestTimeoutMs: 1000 },
+  })
+  try {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const socket = connect((app.server.address() as { port: number }).port, '127.0.0.1')
+    const seen = received(socket, performance.now())
+    // Past the header timeout and its checks: kept, for the keep-alive timeout (72 s).
+    await new Promise((r) => setTimeout(r, 1500))
+    assert.equal(seen.closedAfterMs, undefined)
+    const closing = performance.now()
+    await app.close()
+    const tookMs = performance.now() - closing
+    assert.ok(tookMs < 10_000, `closed in ${tookMs} ms`)
+    await until(() => seen.closedAfterMs !== undefined, 5000)
+    assert.deepEqual(seen.raw, '', 'closed without an answer')
+    assert.notEqual(seen.closedAfterMs, undefined)
+  } finally {
+    await app.close()
+    await backend.close()
+  }
+})
+
 /** A plain Fastify server with the handler, a 1 s request timeout and a short log interval. */
 async function withHandler(logIntervalMs: number) {
   const logs = logCapture()
