@@ -1,4 +1,4 @@
-import type { onRequestHookHandler } from 'fastify'
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { repeatsHeader } from '../http/repeated-header.ts'
 import { sendServiceError } from './errors.ts'
 
@@ -18,15 +18,28 @@ export function repeatedCredential(rawHeaders: readonly string[]): string | unde
   return repeated === undefined ? undefined : `A request to a service must carry one ${repeated} header`
 }
 
-/** The service routes' first hook: a repeated credential header is 400 `malformed_request`, nothing forwarded. */
+/**
+ * Answers a service request whose credential header comes more than once: 400 `malformed_request`,
+ * nothing forwarded. True when it answered.
+ */
+export function refusedCredentials(request: FastifyRequest, reply: FastifyReply): boolean {
+  const fault = repeatedCredential(request.raw.rawHeaders)
+  if (fault === undefined) return false
+  request.log.info({ reason: fault }, 'service request refused')
+  sendServiceError(reply, 'malformed_request', fault)
+  return true
+}
+
+/**
+ * The service routes' first hook where they have other `onRequest` hooks (a limit, CORS), which must
+ * not read one copy of a repeated credential while a service reads another; a route with none runs
+ * the same check at the start of its handler (src/services/proxy.ts), with no hook phase.
+ */
 export const refuseRepeatedCredentials: onRequestHookHandler = function refuseRepeatedCredentials(
   request,
   reply,
   done,
 ) {
-  const fault = repeatedCredential(request.raw.rawHeaders)
-  if (fault === undefined) return done()
-  request.log.info({ reason: fault }, 'service request refused')
   // Answered: Fastify goes no further when a callback hook sends and does not call done.
-  sendServiceError(reply, 'malformed_request', fault)
+  if (!refusedCredentials(request, reply)) done()
 }

@@ -106,9 +106,15 @@ async function servicesPlugin(app: FastifyInstance, options: ServicesPluginOptio
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null))
     // Preflights are authgate's when it answers CORS; otherwise OPTIONS goes to the service too.
     const methods = origins.length > 0 ? METHODS : [...METHODS, 'OPTIONS']
-    // A repeated credential is refused first: no limit reads one copy of it while a service reads another.
-    for (const upstream of config.upstreams)
-      mount(scope, proxy, upstream, methods, [refuseRepeatedCredentials, ...limits(app, upstream, config.userLimits)])
+    // A repeated credential is refused first: no limit reads one copy of it while a service reads
+    // another. Where the route would have no other `onRequest` hook (no limit, no CORS), the check
+    // runs at the start of its handler instead: Fastify makes a hook runner per request for each
+    // hook phase a route has (docs/decisions.md, D190), and no hook of authgate's runs in between.
+    for (const upstream of config.upstreams) {
+      const limited = limits(app, upstream, config.userLimits)
+      const inHandler = limited.length === 0 && origins.length === 0
+      mount(scope, proxy, upstream, methods, inHandler ? [] : [refuseRepeatedCredentials, ...limited], inHandler)
+    }
   })
 }
 
@@ -163,8 +169,9 @@ function mount(
   upstream: ServiceUpstream,
   methods: string[],
   onRequest: onRequestHookHandler[],
+  checksCredentials: boolean,
 ): void {
-  const handler = proxy.handler(upstream)
+  const handler = proxy.handler(upstream, checksCredentials)
   const route = { method: methods, handler, schema: { hide: true }, onRequest }
   const prefix = upstream.row.prefix
   scope.route({ ...route, url: prefix })

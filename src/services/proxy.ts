@@ -8,6 +8,7 @@ import { clientIp } from '../proxy/client-ip.ts'
 import type { ExchangeObserver } from '../proxy/forwarder.ts'
 import { outboundRequestHeaders } from '../proxy/headers.ts'
 import type { ServicesConfig, ServiceUpstream } from './config.ts'
+import { refusedCredentials } from './credentials.ts'
 import { sendServiceError } from './errors.ts'
 import { KeyBook } from './keys.ts'
 import { StreamRelay, type StreamRelayRoute } from './relay.ts'
@@ -117,9 +118,13 @@ export class ServiceProxy {
   /**
    * The route handler of one mounted service. Synchronous unless a cookie session's stand-in must
    * be looked up first: Fastify then waits for no promise, and the relay reports to one owner per
-   * service (no closures per request).
+   * service (no closures per request). `checksCredentials`: the route has no `onRequest` hook that
+   * refuses a repeated credential header, so the handler does first (src/services/credentials.ts).
    */
-  handler(upstream: ServiceUpstream): (request: FastifyRequest, reply: FastifyReply) => Promise<void> | undefined {
+  handler(
+    upstream: ServiceUpstream,
+    checksCredentials = false,
+  ): (request: FastifyRequest, reply: FastifyReply) => Promise<void> | undefined {
     const route: ServiceRoute = {
       upstream,
       pool: this.pool(upstream.origin),
@@ -136,6 +141,7 @@ export class ServiceProxy {
     }
     const sessions = this.#o.sessions
     return (request, reply) => {
+      if (checksCredentials && refusedCredentials(request, reply)) return undefined
       // Judged on the path's normal form, before anything else is asked of the request (D127).
       const target = judgeServicePath(upstream.row, request.method, request.raw.url ?? '/')
       if (!target.ok) {

@@ -46,8 +46,8 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   #clientGone = false
   /** The first chunk, held until the end of the tick so that a small answer goes out in one write. */
   #held: Buffer | undefined
+  /** The head (and what was held) went out, or the relay is over: nothing is left to flush. */
   #flushed = false
-  #flushTimer: NodeJS.Immediate | undefined
 
   // Made and listened for only once a write is refused: most answers fit the socket's buffer.
   #onDrain: (() => void) | undefined
@@ -80,12 +80,12 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * What was held goes out: the head with the first chunk. On the next turn of the event loop, so
-   * an answer whose head, body and end arrive in one read (most of PostgREST's) costs one write to
-   * the client's socket, not three; a stream's head (server-sent events) still goes at once.
+   * What was held goes out: the head with the first chunk. At the end of this turn of the event
+   * loop (`holdUntilTurnEnds`), so an answer whose head, body and end arrive in one read (most of
+   * PostgREST's) costs one write to the client's socket, not three; a stream's head (server-sent
+   * events) still goes at once.
    */
-  readonly #flush = () => {
-    this.#flushTimer = undefined
+  flushHeld(): void {
     if (this.#flushed) return
     this.#flushed = true
     const held = this.#held
@@ -95,7 +95,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
   }
 
   #done(): void {
-    if (this.#flushTimer !== undefined) clearImmediate(this.#flushTimer)
+    this.#flushed = true
     this.#res.off('close', this.#onClose)
     if (this.#onDrain !== undefined) this.#res.off('drain', this.#onDrain)
     this.#onDone?.()
@@ -116,7 +116,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
     this.started = true
     try {
       this.#res.writeHead(statusCode, flat)
-      this.#flushTimer = setImmediate(this.#flush)
+      holdUntilTurnEnds(this)
     } catch (err) {
       controller.abort(err as Error)
       this.#res.destroy()
@@ -129,7 +129,7 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
       this.#held = chunk
       return
     }
-    if (!this.#flushed) this.#flush()
+    if (!this.#flushed) this.flushHeld()
     this.#write(chunk, controller)
   }
 
@@ -146,4 +146,23 @@ export class StreamRelay implements Dispatcher.DispatchHandler {
     if (!this.#clientGone) this.#route.owner.failed(this, err)
     this.#done()
   }
+}
+
+// The relays whose head is held until the end of this turn of the event loop, and the one Immediate
+// that flushes them all, where each answer made an Immediate and a bound callback of its own
+// (docs/decisions.md, D191). In the order their heads came, as separate Immediates ran them; a
+// relay over by then (its end came in the same read) has nothing to flush.
+let holding: StreamRelay[] = []
+let flushing: NodeJS.Immediate | undefined
+
+function holdUntilTurnEnds(relay: StreamRelay): void {
+  holding.push(relay)
+  flushing ??= setImmediate(flushHolding)
+}
+
+function flushHolding(): void {
+  const relays = holding
+  holding = []
+  flushing = undefined
+  for (const relay of relays) relay.flushHeld()
 }
