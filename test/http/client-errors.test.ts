@@ -468,11 +468,13 @@ describe('the connection sweep (D187)', { concurrency: true }, () => {
   let backend: FakeBackend
   let app: FastifyInstance
   let port: number
+  const logs = logCapture()
 
   before(async () => {
     backend = await startFakeBackend()
     app = await buildApp({
       rateLimit: false,
+      logger: { stream: logs.stream, level: 'info' },
       config: {
         backendUrl: parseBackendUrl('test', backend.url),
         headerTimeoutMs: HEADER_TIMEOUT_MS,
@@ -529,6 +531,11 @@ describe('the connection sweep (D187)', { concurrency: true }, () => {
     }
     const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
     assert.match(metrics, /^authgate_connections_closed_without_request_total\{reason="stray_bytes"\} [1-9]/m)
+    // Said, once per 10 s at most, at info: a flood of such connections shows in the log.
+    const said = logs.lines.filter((l) => l.reason === 'stray_bytes')
+    assert.equal(said.length, 1, JSON.stringify(said))
+    assert.equal(said[0]!.level, 30)
+    assert.match(String(said[0]!.msg), /^client connection closed: bytes that began no request/)
   })
 })
 
