@@ -15,7 +15,8 @@ import { createClientErrorHandler, type ClientErrorHandler } from './http/client
 import { limitConnections } from './http/connection-limit.ts'
 import { installEarlyRefusal, type EarlyRoute } from './http/early-refusal.ts'
 import { refusedHost, requireHostHeader } from './http/host.ts'
-import { timeoutOptions } from './http/timeouts.ts'
+import { checkingIntervalMs, timeoutOptions } from './http/timeouts.ts'
+import { sweepConnections } from './http/connection-sweep.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
 import { lazyChildLogger } from './observability/lazy-child-logger.ts'
@@ -150,8 +151,7 @@ export function serverOptions(config: CoreConfig, options: AuthgateOptions = {})
     genReqId: requestIdGenerator(config.requestIdHeader, config.trustedProxies),
     // Malformed requests and slow clients: authgate's error body, `Connection: close`, a log line.
     clientErrorHandler: createClientErrorHandler(config.requestIdHeader, {
-      unusedTimeoutMs: config.keepAliveTimeoutMs,
-      headerTimeoutMs: config.headerTimeoutMs,
+      keepUnused: true,
     }),
     // The client IP the forwarder sends and the limiter keys on comes from Fastify's `request.ips`
     // (src/proxy/client-ip.ts); each address is judged on its normalised form (`IP:port` too).
@@ -183,6 +183,13 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   const server = { ...serverOptions(config, options), ajv: keywords.ajv }
   const app = Fastify(server)
   const connectionLimit = limitConnections(app, config.maxConnections)
+  // A connection without a request for the keep-alive and header timeouts is closed, stray bytes
+  // or not; closing the service closes every connection with no request in progress (D187, D188).
+  const connectionSweep = sweepConnections(app.server, {
+    quietLimitMs: config.keepAliveTimeoutMs + config.headerTimeoutMs,
+    intervalMs: checkingIntervalMs(config),
+    log: () => app.log,
+  })
   // Before any route: each `x-*` keyword of an application's route is declared to Ajv.
   keywords.collect(app)
   // First, so that it hears every route: the auth routes, the docs' own, and the application's,
@@ -238,10 +245,10 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   }
   app.addHook('onListen', async () => readiness.start())
   app.addHook('onClose', () => readiness.close())
-  // Connections that have sent nothing are not idle to Node.js, and would hold the close (D185).
+  // Connections that have sent nothing or part of a head are not idle to Node.js, and would hold the close (D188).
   const clientErrors = server.clientErrorHandler as ClientErrorHandler
   app.addHook('preClose', (done) => {
-    clientErrors.closeUnused()
+    connectionSweep.closeUnasked()
     done()
   })
   // Memory a load grew is given back once the process is idle again (src/core/idle-release.ts).
@@ -271,6 +278,7 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
     processMetrics: options.processMetrics ?? false,
     clientErrors: clientErrors.counts,
     connectionLimit,
+    connectionSweep,
   })
   forwarder.observer = metrics.observeBackend
   if (app.hasDecorator('authgateServices')) {

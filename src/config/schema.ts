@@ -125,7 +125,7 @@ export const SETTINGS: readonly Setting[] = [
     group: 'Client limits',
     default: '72s',
     meaning:
-      "how long an idle client connection is kept open (above a load balancer's idle timeout), one that has not sent its first request yet included",
+      "how long an idle client connection is kept open (above a load balancer's idle timeout); one that has not sent its first request, or sends only bytes that begin none, is closed once it has had no request for this plus `AUTHGATE_HEADER_TIMEOUT`",
   },
   {
     name: 'AUTHGATE_MAX_REQUESTS_PER_SOCKET',

@@ -50,11 +50,6 @@ export interface ClientErrorHandler {
   (this: unknown, err: ConnectionError, socket: Socket): void
   /** Answers given, by `error\treason` (authgate's code, Node.js's code). */
   readonly counts: ReadonlyMap<string, number>
-  /**
-   * Closes the connections kept unused that have still sent nothing. For shutting down: Node.js's
-   * `closeIdleConnections` sees only connections that have finished a request.
-   */
-  closeUnused(): void
 }
 
 /** Node.js's error codes are a fixed set; anything else is not a label value. */
@@ -73,19 +68,14 @@ export function createClientErrorHandler(
   options: {
     logIntervalMs?: number
     /**
-     * Connections that have not sent a byte when Node.js's header check judges them are kept as
-     * idle ones (see `keepUnused`) with this timeout, AUTHGATE_KEEP_ALIVE_TIMEOUT; without it they
-     * are answered 408 there, as Node.js would.
+     * A connection that has not sent a byte when Node.js's header check judges it is left open, not
+     * answered 408 (see below); src/http/connection-sweep.ts closes it if it never asks anything.
      */
-    unusedTimeoutMs?: number
-    /** AUTHGATE_HEADER_TIMEOUT: how long bytes on such a connection have to become a request head. */
-    headerTimeoutMs?: number
+    keepUnused?: boolean
   } = {},
 ): ClientErrorHandler {
   const counts = new Map<string, number>()
-  const { unusedTimeoutMs } = options
-  // Connections kept unused (`keepUnused`), until they close.
-  const kept = new Set<Socket>()
+  const keepUnused = options.keepUnused === true
   // Sockets already answered: the end of a connection cut by a timeout can raise a second parser
   // error (HPE_INVALID_EOF_STATE) for the same request, which is no new client error.
   const answered = new WeakSet<Socket>()
@@ -107,10 +97,15 @@ export function createClientErrorHandler(
       socket.destroy()
       return
     }
-    if (unusedTimeoutMs !== undefined && err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0) {
-      keepUnused(socket, unusedTimeoutMs, 'unused')
-      return
-    }
+    // A connection that has not sent a byte is not a slow client: nothing has been asked. Node.js
+    // counts the head of a connection's first request from the moment it was accepted, and its
+    // check runs before the loop reads what has arrived since its last read, so a client that opened
+    // the connection ahead of its request (a browser's preconnect, a pool, a load balancer) and sends
+    // it as the check falls due would read a 408 as the answer to that request (docs/decisions.md,
+    // D185). Left open, it is an idle connection to Node.js: the head of its first request is timed
+    // from that request's first byte, as every later one's is. If it never asks anything, the
+    // connection sweep closes it without an answer, as an idle keep-alive connection is closed (D187).
+    if (keepUnused && err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0) return
     answered.add(socket)
     const code = codeForClientError(err)
     const reason = reasonOf(err)
@@ -155,49 +150,5 @@ export function createClientErrorHandler(
       socket.destroy()
     }
   }
-  /**
-   * A connection that has not sent a byte is not a slow client: nothing has been asked. Node.js
-   * counts the head of a connection's first request from the moment it was accepted, and its check
-   * runs before the loop reads what has arrived since its last read, so a client that opened the
-   * connection ahead of its request (a browser's preconnect, a pool, a load balancer) and sends it
-   * as the check falls due would read the 408 as the answer to that request. Such a connection is
-   * kept as an idle keep-alive one is, for `timeoutMs` more (docs/decisions.md, D185): Node.js
-   * counts the head of its first request from that request's first byte, as it does for every
-   * later one. Then, if still nothing has been asked:
-   * - nothing was ever sent: closed without an answer, as an idle keep-alive connection is;
-   * - bytes that did not make a request head (a bare CRLF, which starts no request, or a head
-   *   begun a moment ago): judged once more a header timeout later, then answered as a late head.
-   * Judged on the turn after its timer, once the loop has read what had arrived by then.
-   */
-  function keepUnused(socket: Socket, timeoutMs: number, stage: 'unused' | 'begun'): void {
-    const timer = setTimeout(() => setImmediate(judgeUnused, socket, stage), timeoutMs).unref()
-    kept.add(socket)
-    socket.once('close', () => {
-      clearTimeout(timer)
-      kept.delete(socket)
-    })
-  }
-  function judgeUnused(socket: Socket, stage: 'unused' | 'begun'): void {
-    if (socket.destroyed || asked(socket)) return
-    if (socket.bytesRead === 0) socket.destroy()
-    // A head begun before now has been judged by Node.js by then (it checks at least once a second).
-    else if (stage === 'unused') keepUnused(socket, (options.headerTimeoutMs ?? 0) + 1000, 'begun')
-    else if (app !== undefined) handler.call(app, requestTimeout(), socket)
-    else socket.destroy()
-  }
-  const closeUnused = () => {
-    for (const socket of kept) if (socket.bytesRead === 0 && !asked(socket)) socket.destroy()
-  }
-  return Object.assign(handler, { counts, closeUnused })
-}
-
-/** Whether a request has come on the connection: one answered, being answered, or being read. */
-function asked(socket: Socket): boolean {
-  const s = socket as Socket & { _httpMessage?: unknown; parser?: { incoming?: unknown } | null }
-  return socket.bytesWritten > 0 || s._httpMessage != null || s.parser?.incoming != null
-}
-
-/** The error Node.js gives its own header and request timeouts. */
-function requestTimeout(): ConnectionError {
-  return Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' })
+  return Object.assign(handler, { counts })
 }

@@ -18,17 +18,18 @@ import type { CoreConfig } from '../config.ts'
  *   this timeout itself, request by request (src/http/early-refusal.ts);
  * - `maxHeaderSize`, `keepAliveTimeout`, `maxRequestsPerSocket`;
  * - `requireHostHeader` off: src/http/host.ts answers a request without `Host` instead of Node.js.
- * Each rejection reaches the client-error handler (src/http/client-errors.ts). Together they bound
- * how long any one client connection is held (a slow head, a slow body, an idle keep-alive or one
- * that has not sent its first request); how many are held at once is src/http/connection-limit.ts's.
+ * Each rejection reaches the client-error handler (src/http/client-errors.ts). Together with the
+ * connection sweep (src/http/connection-sweep.ts: no request for the keep-alive and header timeouts,
+ * whatever stray bytes come) they bound how long any one client connection is held (a slow head, a
+ * slow body, an idle keep-alive or one that has not sent its first request); how many are held at
+ * once is src/http/connection-limit.ts's.
  */
 export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
-  const shortest = Math.min(config.headerTimeoutMs, config.requestTimeoutMs)
   return {
     http: {
       headersTimeout: config.headerTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(shortest / 4))),
+      connectionsCheckingInterval: checkingIntervalMs(config),
       maxHeaderSize: config.maxHeaderSize,
       // A request without Host is refused by src/http/host.ts, in authgate's shape and logged.
       requireHostHeader: false,
@@ -41,4 +42,12 @@ export function timeoutOptions(config: CoreConfig): FastifyHttpOptions<Server> {
     // the load balancer may still send some until readiness has turned.
     return503OnClosing: false,
   }
+}
+
+/**
+ * How often Node.js checks heads and requests against their timeouts: a quarter of the shorter, at
+ * most a second. The connection sweep (src/http/connection-sweep.ts) runs as often.
+ */
+export function checkingIntervalMs(config: CoreConfig): number {
+  return Math.max(50, Math.min(1000, Math.floor(Math.min(config.headerTimeoutMs, config.requestTimeoutMs) / 4)))
 }

@@ -23,6 +23,8 @@ export interface MetricsOptions {
   clientErrors?: ReadonlyMap<string, number>
   /** Connections closed by AUTHGATE_MAX_CONNECTIONS (src/http/connection-limit.ts). */
   connectionLimit?: { readonly dropped: number }
+  /** Connections closed without a request, by reason (src/http/connection-sweep.ts). */
+  connectionSweep?: { readonly closed: Readonly<Record<string, number>> }
   /** Where each finished response is observed instead of an `onResponse` hook (src/observability/log-controller.ts). */
   completion?: ResponseCompletion | undefined
 }
@@ -120,6 +122,24 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
         seen = connectionLimit.dropped
       },
     })
+  }
+
+  const connectionSweep = options.connectionSweep
+  if (connectionSweep !== undefined) {
+    const seen: Record<string, number> = {}
+    const counter = new Counter({
+      name: 'authgate_connections_closed_without_request_total',
+      help: 'Client connections closed with no request for AUTHGATE_KEEP_ALIVE_TIMEOUT + AUTHGATE_HEADER_TIMEOUT, by reason: never_asked (no request ever: an unused preconnect, a silent-connection flood), stray_bytes (bytes that began no request held an idle one open)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+      collect() {
+        for (const [reason, count] of Object.entries(connectionSweep.closed)) {
+          this.inc({ reason }, count - (seen[reason] ?? 0))
+          seen[reason] = count
+        }
+      },
+    })
+    for (const reason of Object.keys(connectionSweep.closed)) counter.inc({ reason }, 0)
   }
 
   {
