@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import { kDecision } from '../core/raw-request.ts'
 import { routeKey } from '../core/route-key.ts'
 import { errorResponse, sendError, varyOrigin, wantsNewErrorShape } from '../errors.ts'
 import { traceEvent } from '../core/trace-event.ts'
@@ -163,7 +164,6 @@ function deniedHeaders(
 }
 
 // A decision made early (src/http/early-refusal.ts), kept on the raw request for the route's hook.
-const kDecision = Symbol('authgate.rateLimitDecision')
 type WithDecision = IncomingMessage & { [kDecision]?: Decision }
 
 /**
