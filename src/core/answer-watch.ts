@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http'
+import { kWatcher } from './raw-request.ts'
 
 /** What a watcher learns of Supabase Auth's answer: its status and its `x-sb-error-code`, if any. */
 export type AnswerWatcher = (status: number, errorCode: string | undefined) => void
 
-const kWatcher = Symbol('authgate.answerWatcher')
 type Watched = IncomingMessage & { [kWatcher]?: AnswerWatcher }
 
 /**

@@ -1,3 +1,7 @@
+// Node.js's own, not the global: the global `performance` is a lazy getter that runs a check on
+// every read, once or twice per refusal on the early 429 (docs/decisions.md, D200).
+import { performance } from 'node:perf_hooks'
+
 /**
  * Log lines that repeat (the same error for every request while the backend is down) written at
  * most once per interval and key, each carrying how many occurrences it stands for.

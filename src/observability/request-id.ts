@@ -4,12 +4,12 @@ import { BlockList, isIPv4, isIPv6 } from 'node:net'
 import { AuthgateConfigError } from '../config/env.ts'
 import { trustRule } from '../core/client-address.ts'
 import { unmapIPv4 } from '../core/ip.ts'
+import { kRequestId, shapeRawRequest } from '../core/raw-request.ts'
 
 /** What an accepted incoming id may look like: printable, no spaces, bounded (it goes into logs and headers). */
 const ACCEPTABLE = /^[A-Za-z0-9._:@/+=-]{1,128}$/
 
 // On the raw request itself: a WeakMap entry per request costs more (and burdens the collector).
-const kRequestId = Symbol('authgate.requestId')
 type WithId = IncomingMessage & { [kRequestId]?: string }
 
 /** The id given to a raw request (for answers written without Fastify: client errors). */
@@ -98,6 +98,8 @@ export function requestIdGenerator(header: string, trustedProxies: readonly stri
       if (given !== undefined && ACCEPTABLE.test(given) && peerIsTrusted(peers, req.socket?.remoteAddress)) id = given
     }
     id ??= newRequestId()
+    // The first of authgate's own steps on a request Fastify routes: its properties, all at once.
+    shapeRawRequest(req)
     ;(req as WithId)[kRequestId] = id
     return id
   }

@@ -2,10 +2,10 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import { clientFromChain, normaliseAddress, reportUnreadable } from '../core/client-address.ts'
 import { isIPv4Address } from '../core/ip.ts'
+import { kClientIp } from '../core/raw-request.ts'
 
 // On the raw request itself, as the request id is: derived once, read by the limiter, the
 // forwarder and the log line.
-const kClientIp = Symbol('authgate.clientIp')
 type WithClientIp = IncomingMessage & { [kClientIp]?: string }
 
 /**

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { RateLimitPolicy } from './policy.ts'
 import type { Decision, RateLimitStore } from './store.ts'
+import { kStoreFailed } from '../core/raw-request.ts'
 
 /**
  * What one limit says of one request, whoever renders it (the route's hook, the body hook of the
@@ -36,7 +37,6 @@ export interface Decider {
 // Set on a request once the store failed to decide for it: its later decisions (the per-account
 // limit, the budgets) follow the failure policy at once, so a stalled Redis costs a request one
 // AUTHGATE_REDIS_TIMEOUT, not one per limit.
-const kStoreFailed = Symbol('authgate.rateLimitStoreFailed')
 type WithStoreFailure = IncomingMessage & { [kStoreFailed]?: true }
 
 /**

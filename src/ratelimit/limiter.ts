@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import { kDecision } from '../core/raw-request.ts'
 import { routeKey } from '../core/route-key.ts'
 import { errorResponse, sendError, varyOrigin, wantsNewErrorShape } from '../errors.ts'
 import { traceEvent } from '../core/trace-event.ts'
@@ -163,7 +164,6 @@ function deniedHeaders(
 }
 
 // A decision made early (src/http/early-refusal.ts), kept on the raw request for the route's hook.
-const kDecision = Symbol('authgate.rateLimitDecision')
 type WithDecision = IncomingMessage & { [kDecision]?: Decision }
 
 /**
@@ -519,8 +519,17 @@ export function createRateLimiter(
     // RateLimit and Retry-After of a refusal by its whole seconds to wait (all a refusal's two
     // values depend on, its `r` being 0), rendered once each: a window's worth at most.
     const rendered = new Map<number, [string, string]>()
+    // The last client's key: a flood comes from one address over and over, so its key is built,
+    // checked and hashed once instead of per request (a fresh string per refusal cost its own
+    // hash and a character-wise compare in the store's map; docs/decisions.md, D200).
+    let lastIp: string | undefined
+    let lastKey = ''
     return (req, ip) => {
-      const decision = decider.decideNow(bucket + clientKey(ip, prefixLength), policy)
+      if (ip !== lastIp) {
+        lastKey = bucket + clientKey(ip, prefixLength)
+        lastIp = ip
+      }
+      const decision = decider.decideNow(lastKey, policy)
       if (decision === undefined) return undefined
       if (decision.allowed) {
         ;(req as WithDecision)[kDecision] = decision

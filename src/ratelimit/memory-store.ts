@@ -1,3 +1,6 @@
+// Node.js's own, not the global: the global `performance` is a lazy getter that runs a check on
+// every read, once or twice per refusal on the early 429 (docs/decisions.md, D200).
+import { performance } from 'node:perf_hooks'
 import { gcra, gcraRefund } from './gcra.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
 import type { Decision, RateLimitStore } from './store.ts'
