@@ -61,8 +61,13 @@ export const MAX_JSON_DEPTH = 512
  */
 export const MAX_JSON_CONTAINERS = 10_000
 
-/** Why a body's brackets are refused (too deep, or too many objects and arrays), if they are. */
+/**
+ * Why a body's brackets are refused (too deep, or too many objects and arrays), if they are. A body
+ * of at most MAX_JSON_DEPTH bytes holds at most that many opening brackets, one a byte, so it is
+ * under both bounds without a look: a sign-in body (60–100 bytes) is not walked byte by byte.
+ */
 export function nestingProblem(buf: Buffer): string | undefined {
+  if (buf.length <= MAX_JSON_DEPTH) return undefined
   let depth = 0
   let containers = 0
   let inString = false
