@@ -18,7 +18,7 @@ import { refusedHost, requireHostHeader } from './http/host.ts'
 import { timeoutOptions } from './http/timeouts.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
-import { lazyChildLogger } from './observability/lazy-child-logger.ts'
+import { lazyChildLogger, lazyRequestChildren } from './observability/lazy-child-logger.ts'
 import { IdleRelease } from './core/idle-release.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
 import { WorkerMetrics } from './observability/cluster-metrics.ts'
@@ -178,7 +178,12 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   const config = resolveConfig(options.config)
   const keywords = openApiAjvOptions(options.fastify?.ajv)
   const server = { ...serverOptions(config, options), ajv: keywords.ajv }
+  // A request's logger made on its first line by the service's logger itself rather than by a
+  // `childLoggerFactory`, whose every child Fastify checks (src/observability/lazy-child-logger.ts).
+  const lazyRequests = server.childLoggerFactory === lazyChildLogger
+  if (lazyRequests) delete server.childLoggerFactory
   const app = Fastify(server)
+  if (lazyRequests) lazyRequestChildren(app.log, server.requestIdLogLabel ?? 'reqId')
   const connectionLimit = limitConnections(app, config.maxConnections)
   // Before any route: each `x-*` keyword of an application's route is declared to Ajv.
   keywords.collect(app)
