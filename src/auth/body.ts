@@ -102,10 +102,11 @@ export function jsonErrorDetail(message: string): string {
  * A text (without a byte order mark) that secure-json-parse would pass to `JSON.parse` and return
  * unchanged: none of the spellings its two checks look for (`__proto__` and `constructor` as keys,
  * any letter of them possibly a `\u` escape). Three substring searches cost less than its two
- * regular expressions over every body.
+ * regular expressions over every body; `escapes`, whether the text holds a backslash at all, spares
+ * the first where it holds none.
  */
-function plainJson(text: string): boolean {
-  return !text.includes('\\u') && !text.includes('__proto__') && !text.includes('constructor')
+function plainJson(text: string, escapes: boolean): boolean {
+  return (!escapes || !text.includes('\\u')) && !text.includes('__proto__') && !text.includes('constructor')
 }
 
 /** A `\u` escape of a UTF-16 surrogate (the only way a JSON text can spell a lone one). */
@@ -144,7 +145,13 @@ function holdsInfinity(value: unknown): boolean {
   return false
 }
 
-export type ParseResult = { ok: true; value: unknown; text?: string } | { ok: false; message: string }
+/**
+ * `escapes`: whether the JSON text holds a backslash. Without one it holds no `\u` escape, so no
+ * lone surrogate and no NUL character either: most bodies (a sign-in's) are read without looking
+ * for them.
+ */
+export type ParseResult =
+  { ok: true; value: unknown; text?: string; escapes?: boolean } | { ok: false; message: string }
 
 export function parseJson(buf: Buffer): ParseResult {
   if (buf.length === 0) return { ok: false, message: 'Request body is empty' }
@@ -158,15 +165,16 @@ export function parseJson(buf: Buffer): ParseResult {
   // a body would be validated, limited and counted though the backend cannot read it.
   if (text.charCodeAt(0) === 0xfeff)
     return { ok: false, message: 'Could not parse request body as JSON: Unexpected token' }
+  const escapes = text.includes('\\')
   try {
-    const value: unknown = plainJson(text)
+    const value: unknown = plainJson(text, escapes)
       ? JSON.parse(text)
       : sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
     // Go's decoder fails on a number beyond float64 (`1e400`, 400 digits) wherever it decodes one,
     // where JSON.parse reads Infinity: refused, wherever it is (docs/decisions.md, D137).
     if (BIG_NUMBER.test(text) && holdsInfinity(value))
       return { ok: false, message: 'Could not parse request body as JSON: a number is beyond the range of a float64' }
-    return { ok: true, value: SURROGATE_ESCAPE.test(text) ? wellFormed(value) : value, text }
+    return { ok: true, value: escapes && SURROGATE_ESCAPE.test(text) ? wellFormed(value) : value, text, escapes }
   } catch (err) {
     const detail = jsonErrorDetail(err instanceof Error ? err.message : String(err))
     return { ok: false, message: `Could not parse request body as JSON: ${detail}` }
@@ -292,7 +300,8 @@ export function readBody(
       const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
       if (unclear) return { refused: unclear.code, message: unclear.message }
     }
-    const nul = nulField(parsed.value, route.nulRefused, parsed.text)
+    // A JSON text without a backslash cannot spell a NUL character.
+    const nul = parsed.escapes === false ? undefined : nulField(parsed.value, route.nulRefused, parsed.text)
     if (nul !== undefined)
       return {
         refused: 'validation_failed',
