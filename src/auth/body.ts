@@ -3,7 +3,7 @@ import { isRecord } from '../core/is-record.ts'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
-import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
+import { caseFoldedKey, flatObjectKeys, keyPath, repeatedKey } from './body-keys.ts'
 import { backendValues } from '../core/go-values.ts'
 import { decodingAnswer } from './backend-answers.ts'
 import { mismatchDetail, typeMismatch, type TypeMismatch } from './go-types.ts'
@@ -224,7 +224,11 @@ export function unclearKey(
   value: unknown,
   schema: Record<string, unknown>,
 ): { code: 'bad_json' | 'validation_failed'; message: string } | undefined {
-  const repeated = repeatedKey(text)
+  // A flat object with as many keys as its text names repeats none: the walk with a set of each
+  // object's keys is for the others.
+  const flat = flatObjectKeys(text)
+  const repeated =
+    flat !== undefined && isRecord(value) && flat === Object.keys(value).length ? undefined : repeatedKey(text)
   if (repeated)
     return {
       code: 'bad_json',
