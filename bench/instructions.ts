@@ -48,7 +48,16 @@
  * still). Measures, never judges: nothing here fails on a figure.
  */
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
@@ -90,6 +99,8 @@ const HELP = `node bench/instructions.ts [options]: instructions per request und
   --valgrind='<options>'   more valgrind options (--separate-threads=yes: each thread's count too)
   --v8-threads             V8's compiler and GC threads as natively (default: --single-threaded, see above)
   --port-offset 0          moves the ports (19601…)
+  --keep <dir>             keeps each process's dumps and V8's map of its compiled code (node
+                           --perf-basic-prof) in <dir>, for callgrind_annotate per function
   --help`
 
 const { values: opts } = parseArgs({
@@ -106,6 +117,7 @@ const { values: opts } = parseArgs({
     valgrind: { type: 'string', default: '' },
     'v8-threads': { type: 'boolean', default: false },
     'port-offset': { type: 'string', default: '0' },
+    keep: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 })
@@ -143,6 +155,8 @@ const PORTS = {
   peer: 19610 + offset,
 }
 const DIR = mkdtempSync(join(tmpdir(), 'authgate-instructions-'))
+const KEEP = opts.keep
+if (KEEP !== undefined) mkdirSync(KEEP, { recursive: true })
 
 // --- processes ---------------------------------------------------------------------------------
 
@@ -419,6 +433,9 @@ async function measure(peer: Peer, c: Case, launch: Launch): Promise<Run | strin
       process.execPath,
       '--no-memory-reducer',
       ...(V8_THREADS ? [] : ['--single-threaded']),
+      // V8 writes /tmp/perf-<pid>.map, the address and name of each function it compiles: callgrind
+      // names JIT code only by its address.
+      ...(KEEP !== undefined ? ['--perf-basic-prof'] : []),
       ...launch.args,
     ],
     launch.env,
@@ -473,6 +490,18 @@ async function measure(peer: Peer, c: Case, launch: Launch): Promise<Run | strin
     }
   } finally {
     await stop(child)
+    if (KEEP !== undefined) keep(out, child.pid!)
+  }
+}
+
+/** The process's dumps and V8's code map, copied into --keep's directory. */
+function keep(out: string, pid: number): void {
+  const name = basename(out)
+  for (const f of readdirSync(DIR)) if (f.startsWith(`${name}.`)) copyFileSync(join(DIR, f), join(KEEP!, f))
+  const map = `/tmp/perf-${pid}.map`
+  if (existsSync(map)) {
+    copyFileSync(map, join(KEEP!, `${name}.map`))
+    rmSync(map)
   }
 }
 

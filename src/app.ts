@@ -19,7 +19,7 @@ import { checkingIntervalMs, timeoutOptions } from './http/timeouts.ts'
 import { sweepConnections } from './http/connection-sweep.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
-import { lazyChildLogger } from './observability/lazy-child-logger.ts'
+import { lazyChildLogger, lazyRequestChildren } from './observability/lazy-child-logger.ts'
 import { IdleRelease } from './core/idle-release.ts'
 import { Readiness, livenessHandler, readinessHandler } from './observability/health.ts'
 import { WorkerMetrics } from './observability/cluster-metrics.ts'
@@ -181,7 +181,12 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   const config = resolveConfig(options.config)
   const keywords = openApiAjvOptions(options.fastify?.ajv)
   const server = { ...serverOptions(config, options), ajv: keywords.ajv }
+  // A request's logger made on its first line by the service's logger itself rather than by a
+  // `childLoggerFactory`, whose every child Fastify checks (src/observability/lazy-child-logger.ts).
+  const lazyRequests = server.childLoggerFactory === lazyChildLogger
+  if (lazyRequests) delete server.childLoggerFactory
   const app = Fastify(server)
+  if (lazyRequests) lazyRequestChildren(app.log, server.requestIdLogLabel ?? 'reqId')
   const connectionLimit = limitConnections(app, config.maxConnections)
   // A connection without a request for the keep-alive and header timeouts is closed, stray bytes
   // or not; closing the service closes every connection with no request in progress (D187, D188).

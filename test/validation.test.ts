@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { routeSchema } from '../src/auth/route-docs.ts'
 import { enabledRoutes } from '../src/auth/routes/index.ts'
-import { authValidatorCompiler, bodyAjv } from '../src/validation.ts'
+import { authValidatorCompiler, bodyAjv, readOnlyAsJsonBody, withoutPrototypeRule } from '../src/validation.ts'
 
 const compile = (schema: object, httpPart = 'body') =>
   authValidatorCompiler({ schema, httpPart, method: 'POST', url: '/x' }) as ((data: unknown) => boolean) & {
@@ -44,4 +44,36 @@ test('every mounted route’s body schema compiles (a mistake would otherwise su
     bodies++
   }
   assert.ok(bodies >= 20, `${bodies} routes with a body schema`)
+})
+
+test('a body read only as JSON is judged without the prototype-key rule, which its reader applies first; one not so marked (a route that takes forms) keeps it', () => {
+  // The rule as src/auth/route-docs.ts states it, at the root and on a nested object.
+  const schema = () =>
+    routeSchema(
+      enabledRoutes().find((r) => r.method === 'POST' && r.path === '/signup')!,
+      false,
+    ).body as object
+  // An own `__proto__` key, as only a form's reader (or a caller of the validator) could make it.
+  const poisoned = JSON.parse('{"email":"a@example.com","password":"secret12","__proto__":"x"}') as object
+  const nested = JSON.parse('{"email":"a@example.com","password":"secret12","data":{"__proto__":"x"}}') as object
+  const whole = compile(schema())
+  assert.equal(whole(poisoned), false)
+  assert.equal(whole(nested), false)
+  const jsonOnly = schema()
+  readOnlyAsJsonBody(jsonOnly)
+  const validate = compile(jsonOnly)
+  assert.equal(validate(poisoned), true)
+  assert.equal(validate(nested), true)
+  // Everything else is judged as before.
+  assert.equal(validate({ email: 'a@example.com' }), false)
+  assert.equal(whole({ email: 'a@example.com' }), false)
+  assert.deepEqual(validate.errors, whole.errors)
+  // Only the rule goes: a schema's own `propertyNames` stays.
+  const own = {
+    type: 'object',
+    propertyNames: { not: { const: 'x' } },
+    properties: { a: { propertyNames: { maxLength: 2 } } },
+  }
+  assert.deepEqual(withoutPrototypeRule(own), own)
+  assert.equal(JSON.stringify(withoutPrototypeRule(schema())).includes('__proto__'), false)
 })

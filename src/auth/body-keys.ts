@@ -128,6 +128,37 @@ export function repeatedKey(text: string, work?: WalkWork): KeyProblem | undefin
   return undefined
 }
 
+/**
+ * The number of keys of a JSON text that is one object holding no object or array (most bodies: a
+ * sign-in's), else undefined. `text` must already have been parsed successfully. Such an object
+ * repeats no key when the parsed object has as many: `JSON.parse` keeps one of each name, so a
+ * name sent twice leaves it with fewer (escaped spellings decoded, as `repeatedKey` decodes them).
+ * One pass, with nothing allocated: no set of keys and no copy of each.
+ */
+export function flatObjectKeys(text: string): number | undefined {
+  let keys = 0
+  let opened = false
+  // True right after `{` or after a `,`: the next string is a key.
+  let expectKey = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      let end = i + 1
+      while (text.charCodeAt(end) !== 0x22) end += text.charCodeAt(end) === 0x5c ? 2 : 1
+      if (expectKey) {
+        keys++
+        expectKey = false
+      }
+      i = end
+    } else if (c === 0x7b || c === 0x5b) {
+      if (opened || c === 0x5b) return undefined
+      opened = true
+      expectKey = true
+    } else if (c === 0x2c) expectKey = true
+  }
+  return opened ? keys : undefined
+}
+
 type Schema = Record<string, unknown>
 
 /** The properties a schema declares for an object, its unions' and intersections' included. */

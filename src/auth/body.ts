@@ -3,7 +3,7 @@ import { isRecord } from '../core/is-record.ts'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
-import { caseFoldedKey, keyPath, repeatedKey } from './body-keys.ts'
+import { caseFoldedKey, flatObjectKeys, keyPath, repeatedKey } from './body-keys.ts'
 import { backendValues } from '../core/go-values.ts'
 import { decodingAnswer } from './backend-answers.ts'
 import { mismatchDetail, typeMismatch, type TypeMismatch } from './go-types.ts'
@@ -61,8 +61,13 @@ export const MAX_JSON_DEPTH = 512
  */
 export const MAX_JSON_CONTAINERS = 10_000
 
-/** Why a body's brackets are refused (too deep, or too many objects and arrays), if they are. */
+/**
+ * Why a body's brackets are refused (too deep, or too many objects and arrays), if they are. A body
+ * of at most MAX_JSON_DEPTH bytes holds at most that many opening brackets, one a byte, so it is
+ * under both bounds without a look: a sign-in body (60–100 bytes) is not walked byte by byte.
+ */
 export function nestingProblem(buf: Buffer): string | undefined {
+  if (buf.length <= MAX_JSON_DEPTH) return undefined
   let depth = 0
   let containers = 0
   let inString = false
@@ -97,10 +102,11 @@ export function jsonErrorDetail(message: string): string {
  * A text (without a byte order mark) that secure-json-parse would pass to `JSON.parse` and return
  * unchanged: none of the spellings its two checks look for (`__proto__` and `constructor` as keys,
  * any letter of them possibly a `\u` escape). Three substring searches cost less than its two
- * regular expressions over every body.
+ * regular expressions over every body; `escapes`, whether the text holds a backslash at all, spares
+ * the first where it holds none.
  */
-function plainJson(text: string): boolean {
-  return !text.includes('\\u') && !text.includes('__proto__') && !text.includes('constructor')
+function plainJson(text: string, escapes: boolean): boolean {
+  return (!escapes || !text.includes('\\u')) && !text.includes('__proto__') && !text.includes('constructor')
 }
 
 /** A `\u` escape of a UTF-16 surrogate (the only way a JSON text can spell a lone one). */
@@ -139,7 +145,13 @@ function holdsInfinity(value: unknown): boolean {
   return false
 }
 
-export type ParseResult = { ok: true; value: unknown; text?: string } | { ok: false; message: string }
+/**
+ * `escapes`: whether the JSON text holds a backslash. Without one it holds no `\u` escape, so no
+ * lone surrogate and no NUL character either: most bodies (a sign-in's) are read without looking
+ * for them.
+ */
+export type ParseResult =
+  { ok: true; value: unknown; text?: string; escapes?: boolean } | { ok: false; message: string }
 
 export function parseJson(buf: Buffer): ParseResult {
   if (buf.length === 0) return { ok: false, message: 'Request body is empty' }
@@ -153,15 +165,16 @@ export function parseJson(buf: Buffer): ParseResult {
   // a body would be validated, limited and counted though the backend cannot read it.
   if (text.charCodeAt(0) === 0xfeff)
     return { ok: false, message: 'Could not parse request body as JSON: Unexpected token' }
+  const escapes = text.includes('\\')
   try {
-    const value: unknown = plainJson(text)
+    const value: unknown = plainJson(text, escapes)
       ? JSON.parse(text)
       : sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
     // Go's decoder fails on a number beyond float64 (`1e400`, 400 digits) wherever it decodes one,
     // where JSON.parse reads Infinity: refused, wherever it is (docs/decisions.md, D137).
     if (BIG_NUMBER.test(text) && holdsInfinity(value))
       return { ok: false, message: 'Could not parse request body as JSON: a number is beyond the range of a float64' }
-    return { ok: true, value: SURROGATE_ESCAPE.test(text) ? wellFormed(value) : value, text }
+    return { ok: true, value: escapes && SURROGATE_ESCAPE.test(text) ? wellFormed(value) : value, text, escapes }
   } catch (err) {
     const detail = jsonErrorDetail(err instanceof Error ? err.message : String(err))
     return { ok: false, message: `Could not parse request body as JSON: ${detail}` }
@@ -211,7 +224,11 @@ export function unclearKey(
   value: unknown,
   schema: Record<string, unknown>,
 ): { code: 'bad_json' | 'validation_failed'; message: string } | undefined {
-  const repeated = repeatedKey(text)
+  // A flat object with as many keys as its text names repeats none: the walk with a set of each
+  // object's keys is for the others.
+  const flat = flatObjectKeys(text)
+  const repeated =
+    flat !== undefined && isRecord(value) && flat === Object.keys(value).length ? undefined : repeatedKey(text)
   if (repeated)
     return {
       code: 'bad_json',
@@ -287,7 +304,8 @@ export function readBody(
       const unclear = unclearKey(parsed.text!, parsed.value, route.body as Record<string, unknown>)
       if (unclear) return { refused: unclear.code, message: unclear.message }
     }
-    const nul = nulField(parsed.value, route.nulRefused, parsed.text)
+    // A JSON text without a backslash cannot spell a NUL character.
+    const nul = parsed.escapes === false ? undefined : nulField(parsed.value, route.nulRefused, parsed.text)
     if (nul !== undefined)
       return {
         refused: 'validation_failed',

@@ -12,6 +12,7 @@ import { queryRequirementsCheck } from './query-requirements.ts'
 import { routeSchema } from './route-docs.ts'
 import { sessionRouteSchema } from './session-docs.ts'
 import { routeKey } from '../core/route-key.ts'
+import { readOnlyAsJsonBody } from '../validation.ts'
 import type { AuthRoute, HttpMethod } from './routes/index.ts'
 
 export interface MountOptions {
@@ -289,6 +290,9 @@ export function mountAuthRoutes(scope: FastifyInstance, options: MountOptions): 
     // Validation judges only a body (src/validation.ts): without a body schema nothing is judged
     // between reading the request and the handler, and the reading joins the steps after it.
     const validated = (schema as { body?: unknown }).body !== undefined
+    // A route that takes no forms reads its body only as JSON, whose reader refuses the keys the
+    // schema's prototype-key rule names: the validator leaves that rule out (src/validation.ts).
+    if (validated && route.form !== true) readOnlyAsJsonBody((schema as { body: object }).body)
     const reading = readRequest(route)
     const steps: Step[] = [
       ...(validated ? [] : [reading]),

@@ -103,10 +103,18 @@ export function registerRequestLog(app: FastifyInstance, options: RequestLogOpti
   const quiet = options.quietPaths ?? new Set()
   // The level a request's line is written at; nothing is built for a line the logger would drop
   // (the bench runs at `warn`, and a flood of 429s must cost no more than deciding and answering).
-  const levelOf = (path: string, status: number) => (quiet.has(path) ? 'debug' : levelOfStatus(status))
+  // The level of the line, or undefined when the logger would drop it. A quiet path's line is
+  // written at `debug`, below its status's level: where the status's level is off, the path is not
+  // read (at `warn`, the bench's level and a flood's, nothing of the request is).
+  const levelOf = (log: FastifyBaseLogger, url: string, status: number): 'debug' | 'info' | 'warn' | undefined => {
+    const level = levelOfStatus(status)
+    if (!enabled(log, level)) return undefined
+    if (!quiet.has(pathOf(url))) return level
+    return enabled(log, 'debug') ? 'debug' : undefined
+  }
   // Callback-style hooks: Fastify runs them without a promise and a microtask per request.
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
-    if (!enabled(request.log, levelOf(pathOf(request.raw.url ?? ''), reply.statusCode))) return done(null, payload)
+    if (levelOf(request.log, request.raw.url ?? '', reply.statusCode) === undefined) return done(null, payload)
     const code = reply.getHeader('x-sb-error-code')
     if (typeof code === 'string') {
       const reason = errorReason(code, payload)
@@ -123,8 +131,8 @@ export function registerRequestLog(app: FastifyInstance, options: RequestLogOpti
   function writeLine(request: FastifyRequest, reply: FastifyReply): void {
     const url = request.raw.url ?? ''
     const status = reply.statusCode
-    const level = levelOf(pathOf(url), status)
-    if (!enabled(request.log, level)) return
+    const level = levelOf(request.log, url, status)
+    if (level === undefined) return
     const backend = backendOf(request)
     const code = reply.getHeader('x-sb-error-code')
     const line: Record<string, unknown> = {

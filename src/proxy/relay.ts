@@ -260,8 +260,26 @@ let kReplyHeaders: symbol | null | undefined
 export function ownHeaders(reply: FastifyReply): Record<string, unknown> {
   if (kReplyHeaders === undefined)
     kReplyHeaders = Object.getOwnPropertySymbols(reply).find((s) => s.description === 'fastify.reply.headers') ?? null
-  if (kReplyHeaders === null || reply.raw.getHeaderNames().length > 0) return reply.getHeaders()
+  if (kReplyHeaders === null || responseHasHeaders(reply.raw)) return reply.getHeaders()
   return (reply as unknown as Record<symbol, Record<string, unknown>>)[kReplyHeaders]!
+}
+
+// Where Node.js keeps a response's own headers: an own property of each response, null until one
+// is set, found on the first response (null: not found, and `getHeaderNames()` is asked).
+let kOutHeaders: symbol | null | undefined
+
+/**
+ * Whether the response has a header of its own, what `getHeaderNames().length > 0` answers, read
+ * where Node.js keeps them: that makes a list of the names on every answer to find it empty.
+ */
+function responseHasHeaders(res: FastifyReply['raw']): boolean {
+  if (kOutHeaders === undefined)
+    kOutHeaders = Object.getOwnPropertySymbols(res).find((s) => s.description === 'kOutHeaders') ?? null
+  if (kOutHeaders === null) return res.getHeaderNames().length > 0
+  const headers = (res as unknown as Record<symbol, Record<string, unknown> | null | undefined>)[kOutHeaders]
+  if (headers === null || headers === undefined) return false
+  for (const _ in headers) return true
+  return false
 }
 
 /**

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { caseFoldedKey, goFoldedKey, keyPath, repeatedKey, type WalkWork } from '../../src/auth/body-keys.ts'
+import {
+  caseFoldedKey,
+  flatObjectKeys,
+  goFoldedKey,
+  keyPath,
+  repeatedKey,
+  type WalkWork,
+} from '../../src/auth/body-keys.ts'
 import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, unclearKey } from '../../src/auth/body.ts'
 import { withFakeBackend, type Harness } from '../support/app.ts'
 
@@ -219,5 +226,44 @@ describe('bodies the backend would read otherwise are refused and not forwarded'
     const res = await h.app.inject({ method: 'POST', url: '/auth/otp', payload: body, headers: JSON_CT })
     assert.equal(res.statusCode, 200, res.body)
     assert.equal(h.backend.requests.length, 1)
+  })
+})
+
+describe('a flat object’s keys counted in place of the walk', () => {
+  test('counted only for one object holding no object or array', () => {
+    assert.equal(flatObjectKeys('{"email":"user@example.com","password":"a\\",b{[,"}'), 2)
+    assert.equal(flatObjectKeys('{}'), 0)
+    assert.equal(flatObjectKeys(' { "a" : 1 , "a" : null } '), 2)
+    assert.equal(flatObjectKeys('{"a":{"b":1}}'), undefined)
+    assert.equal(flatObjectKeys('{"a":[1]}'), undefined)
+    assert.equal(flatObjectKeys('[1,2]'), undefined)
+  })
+
+  test('unclearKey finds the same repeated key as the walk, whatever the spelling', () => {
+    const keys = ['a', 'b', '\\u0061', 'A', '\\ud800', '\\ud801', '\\udc00x', 'e\\"', 'é', 'a,b', '{']
+    const values = ['1', 'null', '"x,\\"{"', 'true', '[1]', '{"a":1,"a":2}', '{}']
+    let seen = 0
+    let random = 7
+    const next = (n: number) => {
+      random = (random * 1103515245 + 12345) % 2 ** 31
+      return random % n
+    }
+    for (let round = 0; round < 3000; round++) {
+      const pairs = Array.from({ length: next(5) }, () => `"${keys[next(keys.length)]}":${values[next(values.length)]}`)
+      const text = `{${pairs.join(',')}}`
+      const value = JSON.parse(text) as unknown
+      const walked = repeatedKey(text)
+      const got = unclearKey(text, value, { type: 'object' })
+      if (walked) {
+        seen++
+        assert.equal(got?.code, 'bad_json', text)
+        assert.match(
+          got.message,
+          new RegExp(`the key ${keyPath(walked).replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')} more than once`),
+          text,
+        )
+      } else assert.equal(got?.code === 'bad_json', false, text)
+    }
+    assert.ok(seen > 300, `${seen} bodies with a repeated key`)
   })
 })

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { readBody } from '../../src/auth/body.ts'
+import { MAX_JSON_DEPTH, nestingProblem, readBody } from '../../src/auth/body.ts'
 import { AUTH_ROUTES, routeName } from '../../src/auth/routes/index.ts'
 import { withFakeBackend } from '../support/app.ts'
 
@@ -73,5 +73,34 @@ describe("a form read as Go's FormValue reads it", () => {
     assert.equal(res.statusCode, 400)
     assert.equal(res.json().error_code, 'validation_failed')
     assert.equal(h.backend.requests.length, 0)
+  })
+
+  test('a form’s `__proto__` key is still refused by the validator (only JSON-only routes leave that rule to their reader)', async (t) => {
+    const h = await withFakeBackend()
+    t.after(() => h.close())
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/auth/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'grant_type=refresh_token&refresh_token=r&__proto__=x',
+    })
+    assert.equal(res.statusCode, 400, res.body)
+    assert.equal(res.json().error_code, 'validation_failed', res.body)
+    assert.equal(h.backend.requests.length, 0)
+  })
+})
+
+test('a body of at most MAX_JSON_DEPTH bytes is under both bracket bounds, and one byte more can be over', () => {
+  assert.equal(nestingProblem(Buffer.from('['.repeat(MAX_JSON_DEPTH))), undefined)
+  assert.equal(
+    nestingProblem(Buffer.from('{"email":"user@example.com","password":"correct-horse-battery"}')),
+    undefined,
+  )
+  assert.match(nestingProblem(Buffer.from('['.repeat(MAX_JSON_DEPTH + 1))) ?? '', /nests deeper than 512 levels/)
+  const token = AUTH_ROUTES.find((r) => r.method === 'POST' && r.path === '/token')!
+  const deep = Buffer.from('['.repeat(MAX_JSON_DEPTH + 1))
+  assert.deepEqual(readBody(token, deep, 'application/json'), {
+    refused: 'bad_json',
+    message: `Request body nests deeper than ${MAX_JSON_DEPTH} levels`,
   })
 })

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
-import { LazyChildLogger } from '../../src/observability/lazy-child-logger.ts'
+import { LazyChildLogger, lazyChildLogger } from '../../src/observability/lazy-child-logger.ts'
 import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
 import { logCapture } from '../support/log-capture.ts'
 
@@ -56,6 +56,25 @@ describe('the request logger made on its first line', () => {
     assert.equal(lines[0]!.detail, 'x')
     assert.equal(lines[0]!.level, 40)
     assert.equal(logs.lines.filter((l) => l.msg === 'below the level').length, 0)
+  })
+
+  it("the service's logger makes a request's child itself: Fastify keeps its own factory, whose children it does not check", () => {
+    assert.notEqual(app.childLoggerFactory, lazyChildLogger)
+    assert.ok(app.log.child({ reqId: 'r-1' }) instanceof LazyChildLogger)
+    // Any other child, and a child of a pino child, is pino's.
+    const other = app.log.child({ part: 'outer' })
+    assert.ok(!(other instanceof LazyChildLogger))
+    assert.equal(typeof (other as unknown as { flush?: unknown }).flush, 'function')
+    assert.ok(!(other.child({ reqId: 'r-2' }) instanceof LazyChildLogger))
+  })
+
+  it("a line of a request's child made by the service's logger is the pino child's", () => {
+    app.log.child({ reqId: 'r-3' }).error({ detail: 'y' }, 'from a lazy child')
+    const line = logs.lines.find((l) => l.msg === 'from a lazy child')
+    assert.ok(line)
+    assert.equal(line.reqId, 'r-3')
+    assert.equal(line.detail, 'y')
+    assert.equal(line.level, 50)
   })
 
   it("a child of the request's logger carries the request id and its own bindings", async () => {

@@ -180,4 +180,32 @@ describe('request log lines', () => {
       await down.close()
     }
   })
+
+  it('a probe’s line is written at debug, and only where debug is on; another request’s at its status’s level', async () => {
+    for (const level of ['debug', 'info'] as const) {
+      const lines = logCapture()
+      const probed = await buildApp({
+        rateLimit: false,
+        logger: { stream: lines.stream, level },
+        config: { backendUrl: parseBackendUrl('test', backend.url), cacheTtlMs: 0 },
+      })
+      try {
+        assert.equal((await probed.inject({ method: 'GET', url: '/livez?x=1' })).statusCode, 200)
+        assert.equal((await probed.inject({ method: 'GET', url: '/auth/settings' })).statusCode, 200)
+        const written = lines.lines.filter((l) => l.msg === 'request').map((l) => [l.url, l.level])
+        assert.deepEqual(
+          written,
+          level === 'debug'
+            ? [
+                ['/livez?x=1', 20],
+                ['/auth/settings', 30],
+              ]
+            : [['/auth/settings', 30]],
+          level,
+        )
+      } finally {
+        await probed.close()
+      }
+    }
+  })
 })
