@@ -134,8 +134,11 @@ export function wellFormed(value: unknown): unknown {
   return out
 }
 
-/** What a number beyond float64's range needs in its text: a three-digit exponent or 309 digits. */
-const BIG_NUMBER = /[eE]\+?\d{3}|\d{309}/
+/**
+ * What a number beyond float64's range (about 1.8e308) needs in its text: a three-digit exponent,
+ * or with at most two exponent digits (up to e99) at least 210 digits before it (10^210 × 10^99).
+ */
+const BIG_NUMBER = /[eE]\+?\d{3}|\d{210}/
 
 function holdsInfinity(value: unknown): boolean {
   if (typeof value === 'number') return !Number.isFinite(value)

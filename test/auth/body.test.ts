@@ -23,13 +23,17 @@ describe('values read as Go reads them', () => {
   })
 
   test('a number beyond float64, which Go cannot decode, is refused wherever it is', () => {
-    for (const n of ['1e400', '-1E+309', '9'.repeat(400)])
+    // Also a long mantissa with a short exponent: 250 digits and e60 is 1e309.
+    for (const n of ['1e400', '-1E+309', '9'.repeat(400), `1${'0'.repeat(249)}e60`, `-${'9'.repeat(210)}E+99`])
       assert.deepEqual(read('POST /signup', `{"email":"a@example.com","data":{"a":[${n}]}}`), {
         refused: 'bad_json',
         message: 'Could not parse request body as JSON: a number is beyond the range of a float64',
       })
     // Within the range, and digits in strings, are read.
-    const big = read('POST /signup', `{"email":"a@example.com","data":{"a":1.7e308,"b":"1e400","c":1e-400}}`)
+    const big = read(
+      'POST /signup',
+      `{"email":"a@example.com","data":{"a":1.7e308,"b":"1e400","c":1e-400,"d":1${'0'.repeat(249)}e58}}`,
+    )
     assert.ok('body' in big)
   })
 })
