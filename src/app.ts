@@ -16,7 +16,7 @@ import { limitConnections } from './http/connection-limit.ts'
 import { installEarlyRefusal, type EarlyRoute } from './http/early-refusal.ts'
 import { refusedHost, requireHostHeader } from './http/host.ts'
 import { checkingIntervalMs, timeoutOptions } from './http/timeouts.ts'
-import { sweepConnections } from './http/connection-sweep.ts'
+import { KEEP_ALIVE_BUFFER_MS, sweepConnections } from './http/connection-sweep.ts'
 import { requestSerializer } from './log.ts'
 import { AuthgateLogController } from './observability/log-controller.ts'
 import { lazyChildLogger, lazyRequestChildren } from './observability/lazy-child-logger.ts'
@@ -190,8 +190,11 @@ export async function buildApp(options: AuthgateOptions = {}): Promise<FastifyIn
   const connectionLimit = limitConnections(app, config.maxConnections)
   // A connection without a request for the keep-alive and header timeouts is closed, stray bytes
   // or not; closing the service closes every connection with no request in progress (D187, D188).
+  // Node.js closes an idle keep-alive connection a second after the timeout it advertises: the
+  // bound leaves it that second, so that an idle connection is closed by Node.js, not counted here.
   const connectionSweep = sweepConnections(app.server, {
-    quietLimitMs: config.keepAliveTimeoutMs + config.headerTimeoutMs,
+    quietLimitMs: config.keepAliveTimeoutMs + KEEP_ALIVE_BUFFER_MS + config.headerTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
     intervalMs: checkingIntervalMs(config),
     log: () => app.log,
   })

@@ -40,6 +40,16 @@ function connectionsOf(server: Server): ConnectionsList | undefined {
   return typeof list?.all === 'function' && typeof list.active === 'function' ? list : undefined
 }
 
+/** Node.js 24's `keepAliveTimeoutBuffer`: how long after the advertised keep-alive timeout it closes an idle connection. */
+export const KEEP_ALIVE_BUFFER_MS = 1000
+
+/** A request whose body is still being read. */
+function readingBody(socket: Socket): boolean {
+  const incoming = (socket as Socket & { parser?: { incoming?: { complete?: boolean } | null } | null }).parser
+    ?.incoming
+  return incoming != null && incoming.complete !== true
+}
+
 /** A request being read past its head, or being answered. */
 function inProgress(socket: Socket): boolean {
   const s = socket as Socket & { _httpMessage?: unknown; parser?: { incoming?: { complete?: boolean } | null } | null }
@@ -51,7 +61,7 @@ function inProgress(socket: Socket): boolean {
 /**
  * Bounds how long a client connection may stay open without a request (docs/decisions.md, D187):
  * one with no request in progress that has had none for longer than `quietLimitMs`
- * (AUTHGATE_KEEP_ALIVE_TIMEOUT + AUTHGATE_HEADER_TIMEOUT) is closed without an answer, whatever
+ * (AUTHGATE_KEEP_ALIVE_TIMEOUT, the second Node.js waits after it, and AUTHGATE_HEADER_TIMEOUT) is closed without an answer, whatever
  * stray bytes it sends. Node.js's timers leave two kinds open without bound:
  * - an idle keep-alive connection that sends a bare CR or CRLF more often than the keep-alive
  *   timeout: each byte resets Node.js's idle timer and begins no request, so no header timeout runs;
@@ -69,13 +79,26 @@ function inProgress(socket: Socket): boolean {
  */
 export function sweepConnections(
   server: Server,
-  options: { quietLimitMs: number; intervalMs: number; log: () => FastifyBaseLogger; logIntervalMs?: number },
+  options: {
+    quietLimitMs: number
+    /**
+     * AUTHGATE_REQUEST_TIMEOUT: while the server closes, Node.js's own check has stopped, and a
+     * request whose body is still arriving this long after the close began is cut.
+     */
+    requestTimeoutMs?: number
+    intervalMs: number
+    log: () => FastifyBaseLogger
+    logIntervalMs?: number
+  },
 ): ConnectionSweep {
   const { quietLimitMs, intervalMs } = options
   const closed: Record<SweepReason, number> = { never_asked: 0, stray_bytes: 0 }
   // Per connection: its bytes written at the last sweep, and when it last had a request (or was first seen).
   const seen = new WeakMap<Socket, { written: number; since: number }>()
   let closing = false
+  // When the close began: a body still arriving a request timeout later is cut (Node.js's check of
+  // it stops with `server.close()`, which would leave a stalled upload holding the close for ever).
+  let closingSince = 0
   let timer: NodeJS.Timeout | undefined
   const lines = throttle(options.logIntervalMs ?? 10_000, {
     maxKeys: 2,
@@ -125,19 +148,24 @@ export function sweepConnections(
     }
   }
   function closeUnasked(): void {
+    if (!closing) closingSince = performance.now()
     closing = true
     const list = connectionsOf(server)
     if (list === undefined) return
+    const stalled =
+      options.requestTimeoutMs !== undefined && performance.now() - closingSince > options.requestTimeoutMs
     const all = list.all()
     for (let i = 0; i < all.length; i++) {
       const socket = all[i]!.socket
-      if (socket != null && !socket.destroyed && !inProgress(socket)) socket.destroy()
+      if (socket == null || socket.destroyed) continue
+      if (!inProgress(socket) || (stalled && readingBody(socket))) socket.destroy()
     }
   }
 
   server.on('listening', () => {
     clearInterval(timer)
     closing = false
+    closingSince = 0
     timer = setInterval(sweep, intervalMs).unref()
   })
   server.on('close', () => clearInterval(timer))

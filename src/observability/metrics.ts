@@ -129,7 +129,7 @@ export function createMetrics(app: FastifyInstance, options: MetricsOptions = {}
     const seen: Record<string, number> = {}
     const counter = new Counter({
       name: 'authgate_connections_closed_without_request_total',
-      help: 'Client connections closed with no request for AUTHGATE_KEEP_ALIVE_TIMEOUT + AUTHGATE_HEADER_TIMEOUT, by reason: never_asked (no request ever: an unused preconnect, a silent-connection flood), stray_bytes (bytes that began no request held an idle one open)',
+      help: 'Client connections closed with no request for AUTHGATE_KEEP_ALIVE_TIMEOUT + 1 s + AUTHGATE_HEADER_TIMEOUT, by reason: never_asked (no request ever: an unused preconnect, a silent-connection flood), stray_bytes (bytes that began no request held an idle one open)',
       labelNames: ['reason'] as const,
       registers: [registry],
       collect() {

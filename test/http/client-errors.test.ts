@@ -495,10 +495,11 @@ describe('the connection sweep (D187)', { concurrency: true }, () => {
     await once(socket, 'connect')
     const seen = received(socket, performance.now())
     try {
-      // Unused until the header check falls due (2–2.5 s), then a head begun and finished 1.4 s
-      // later: the sweeps past the bound (2.25 s without a request, plus up to one interval) find
-      // it begun, and leave it to Node.js's header check.
-      await new Promise((r) => setTimeout(r, HEADER_TIMEOUT_MS))
+      // Unused past the header check (2–2.5 s), then a head begun at 3 s and finished 1.4 s later:
+      // the sweeps past the bound (3.25 s without a request: the keep-alive timeout, Node.js's
+      // second after it and the header timeout, plus up to one interval) find it begun, and leave
+      // it to Node.js's header check.
+      await new Promise((r) => setTimeout(r, HEADER_TIMEOUT_MS + 1000))
       socket.write('GET /auth/settings HTTP/1.1\r\n')
       await new Promise((r) => setTimeout(r, 1400))
       socket.write('Host: x\r\n\r\n')
@@ -539,7 +540,70 @@ describe('the connection sweep (D187)', { concurrency: true }, () => {
   })
 })
 
+it('leaves an idle keep-alive connection to Node.js when the header timeout is under a second: closed, not counted', async () => {
+  const backend = await startFakeBackend()
+  const app = await buildApp({
+    rateLimit: false,
+    config: {
+      backendUrl: parseBackendUrl('test', backend.url),
+      headerTimeoutMs: 300,
+      requestTimeoutMs: 1000,
+      keepAliveTimeoutMs: 500,
+    },
+  })
+  try {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const socket = connect((app.server.address() as { port: number }).port, '127.0.0.1')
+    await once(socket, 'connect')
+    const seen = received(socket, performance.now())
+    socket.write(SETTINGS_REQUEST)
+    await until(() => seen.raw.includes('\r\n\r\n'), 10_000)
+    // Node.js closes it a second after the keep-alive timeout (1.5 s); a bound of the keep-alive and
+    // header timeouts alone (0.8 s) closed it first and counted an honest idle connection.
+    await until(() => seen.closedAfterMs !== undefined, 10_000)
+    const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
+    assert.match(metrics, /^authgate_connections_closed_without_request_total\{reason="stray_bytes"\} 0$/m)
+  } finally {
+    await app.close()
+    await backend.close()
+  }
+})
+
 describe('closing the service with connections that have no request in progress (D188)', () => {
+  it('cuts a request whose body is still arriving a request timeout after the close began', async () => {
+    const backend = await startFakeBackend()
+    // With the early refusal, Node.js's socket timeout is off, and its request timeout stops with
+    // the close: nothing else would end the upload.
+    const app = await buildApp({
+      refuseEarly: true,
+      config: { backendUrl: parseBackendUrl('test', backend.url), headerTimeoutMs: 500, requestTimeoutMs: 3000 },
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const socket = connect((app.server.address() as { port: number }).port, '127.0.0.1')
+    try {
+      await once(socket, 'connect')
+      const seen = received(socket, performance.now())
+      socket.write(
+        'POST /auth/signup HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"em',
+      )
+      await new Promise((r) => setTimeout(r, 200))
+      const closing = performance.now()
+      const closed = await Promise.race([
+        app.close().then(() => 'closed'),
+        new Promise((r) => setTimeout(r, 10_000, 'still waiting')),
+      ])
+      assert.equal(closed, 'closed', 'app.close() waited for the stalled upload')
+      const tookMs = performance.now() - closing
+      assert.ok(tookMs >= 2500, `cut ${tookMs} ms after the close began, before the request timeout`)
+      await until(() => seen.closedAfterMs !== undefined, 5000)
+      assert.notEqual(seen.closedAfterMs, undefined, 'the upload still open')
+    } finally {
+      socket.destroy()
+      await app.close()
+      await backend.close()
+    }
+  })
+
   it('closes silent, kept and half-sent-head connections at once, and finishes the answer in flight', async () => {
     // Answers after 1 s: a request in flight when the close begins.
     const backend = await startFakeBackend((req, res) => {
