@@ -69,10 +69,13 @@ const BACKSLASH = 0x5c
 const U = 0x75
 
 /**
- * The 32-bit words of the buffer last searched (`wordsOf`), for holdsNeedle to read four payload
- * bytes at once. A socket's chunks are views of the same read slab one after another, so the view
- * is made once per slab, not per frame; it holds that one buffer alive until the next one.
+ * The 32-bit words of the buffer under the chunk last searched (`wordsFor`), for holdsNeedle to
+ * read four payload bytes at once. A chunk's frames are searched one after another, and a socket's
+ * chunks are views of the same read slab one after another: the view is made once per slab, and
+ * the slab read (a call into the runtime, not inlined) once per chunk, not per frame. They hold that
+ * one chunk and slab alive until the next.
  */
+let wordsFor: Uint8Array | undefined
 let wordsOf: ArrayBufferLike | undefined
 let words: Int32Array<ArrayBufferLike> = new Int32Array(0)
 /** A frame's mask as one word of those, its bytes in the platform's order (whatever it is). */
@@ -93,28 +96,47 @@ const UNDERSCORES = 0x5f5f5f5f
  * at a time where the buffer's words lie (the bytes before the first and after the last one by
  * themselves): the word unmasked by the mask turned to its phase, each byte ORed with 3 and compared
  * with `_` by the zero-byte test of `x - 0x01010101 & ~x & 0x80808080`. Only a word with a byte in
- * 0x5c–0x5f is then checked byte by byte for the whole needle or the escape. The byte-at-a-time
- * version of this took about 12 instructions a payload byte, two thirds of the relay's cost over
- * the TCP pipe's for the bench's 120-byte broadcasts.
+ * 0x5c–0x5f is then checked byte by byte for the whole needle or the escape. Byte by byte, the
+ * parser took about 2,000 instructions for each of the bench's 125-byte broadcasts, most of them
+ * here; word by word about 1,200 (docs/decisions.md, D205). The buffer's `.buffer` getter is a call
+ * into the runtime (some 800 instructions), hence the view kept from one frame to the next.
  */
 export function holdsNeedle(data: Uint8Array, at: number, length: number): boolean {
   const start = data.byteOffset + at
   let i = 0
   const lead = Math.min(length, (4 - (start & 3)) & 3)
   for (; i < lead; i++) if (hitAt(data, at, length, i)) return true
-  const first = Math.ceil((start + i) / 4)
-  const last = Math.floor((start + length) / 4)
+  const first = (start + lead) >>> 2
+  const last = (start + length) >>> 2
   if (first < last) {
-    const buffer = data.buffer
-    if (buffer !== wordsOf) {
-      words = new Int32Array(buffer, 0, Math.floor(buffer.byteLength / 4))
-      wordsOf = buffer
+    if (data !== wordsFor) {
+      const buffer = data.buffer
+      if (buffer !== wordsOf) {
+        words = new Int32Array(buffer, 0, Math.floor(buffer.byteLength / 4))
+        wordsOf = buffer
+      }
+      wordsFor = data
     }
+    const view = words
     for (let k = 0; k < 4; k++) maskBytes[k] = data[at - 4 + ((i + k) & 3)]!
     const mask = maskWord[0]!
+    // The words up to one with a candidate byte, in loops of their own (the view's checks are then
+    // made once per loop turn, not per byte): four words a turn, then one, to find the word.
     for (let w = first; w < last; w++) {
-      const x = ((words[w]! ^ mask) | LOW_BITS) ^ UNDERSCORES
-      if (((x - 0x01010101) & ~x & 0x80808080) === 0) continue
+      for (; w + 3 < last; w += 4) {
+        const x0 = ((view[w]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        const x1 = ((view[w + 1]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        const x2 = ((view[w + 2]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        const x3 = ((view[w + 3]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        const zero =
+          ((x0 - 0x01010101) & ~x0) | ((x1 - 0x01010101) & ~x1) | ((x2 - 0x01010101) & ~x2) | ((x3 - 0x01010101) & ~x3)
+        if ((zero & 0x80808080) !== 0) break
+      }
+      for (; w < last; w++) {
+        const x = ((view[w]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        if (((x - 0x01010101) & ~x & 0x80808080) !== 0) break
+      }
+      if (w === last) break
       const k = w * 4 - start
       for (let j = k; j < k + 4; j++) if (hitAt(data, at, length, j)) return true
     }
