@@ -67,6 +67,7 @@ import { parseArgs } from 'node:util'
 import { callgrindInstructions, instructionsTable, type Row, type Run } from './callgrind.ts'
 import { requestBytes, type RequestSpec } from './load.ts'
 import { OBJECT_BYTES } from './peers/stand-ins.ts'
+import { openSockets } from './socket-load.ts'
 import {
   SERVICE_ARGS,
   authgateEnv,
@@ -80,6 +81,8 @@ import {
   restEnv,
   ROOT,
   RUNTIME_FLOOR,
+  socketHeaders,
+  socketsEnv,
   UNLIMITED,
   waitForPort,
   type Case,
@@ -87,12 +90,12 @@ import {
 
 const HELP = `node bench/instructions.ts [options]: instructions per request under callgrind, against the floors
 
-  --only a,c,d,rest        cases of bench/run.ts: a b b2 c d rest e (sd written, not yet run; no su, rt)
+  --only a,c,d,rest        cases of bench/run.ts: a b b2 c d rest e rt (sd written, not yet run; no su)
   --peers authgate,fastify,node   peers, by prefix (the baseline is added by --baseline)
   --baseline <git ref>     also authgate built at that commit
-  --requests 1000          requests in each measured window
+  --requests 1000          requests in each measured window (Realtime's socket: × 20 messages)
   --windows 3              measured windows per process
-  --warmup 20000           unmeasured requests first (the 10 MB objects: a tenth)
+  --warmup 20000           unmeasured requests first (the 10 MB objects: a tenth; messages: × 20)
   --connections 16         keep-alive connections (the 10 MB objects: 4)
   --processes 1            fresh processes per peer and case (the spread between them is reported)
   --jobs 2                 peers measured at the same time (each under valgrind runs on one core)
@@ -224,7 +227,15 @@ interface Peer {
 /** authgate in a case, configured as bench/run.ts's authgate rows are (the memory store for the 429). */
 function authgateLaunch(cwd: string, forward: Record<string, string>) {
   return (c: Case, ports: SlotPorts): Launch | undefined => {
-    if (c.socket || c.protectOnly) return undefined
+    if (c.protectOnly) return undefined
+    // Realtime's socket: cookie sessions on, as bench/run.ts's authgate (cookie sessions) row.
+    if (c.socket)
+      return {
+        args: SERVICE_ARGS,
+        env: { ...authgateEnv(ports.peer, PORTS.backend), ...socketsEnv(PORTS.standInRealtime) },
+        cwd,
+        port: ports.peer,
+      }
     const port = c.limited ? ports.limited : ports.peer
     const env = c.limited ? {} : { ...forward, ...restEnv(PORTS.backend, PORTS.standInStorage) }
     return { args: SERVICE_ARGS, env: { ...authgateEnv(port, PORTS.backend), ...env }, cwd, port }
@@ -246,9 +257,9 @@ for (const floor of FLOORS.filter((f) => want(f.want)))
   peers.push({
     name: floor.name,
     launch: (c, ports) => {
-      if (c.socket || c.protectOnly || c.authgateOnly) return undefined
-      // Only the runtime floor relays Storage's objects.
-      if (c.storageOnly && floor.want !== 'node') return undefined
+      if (c.protectOnly || c.authgateOnly) return undefined
+      // Only the runtime floor relays Storage's objects and Realtime's socket (a TCP pipe).
+      if ((c.storageOnly || c.socket) && floor.want !== 'node') return undefined
       const args = floorArgs(floor, {
         port: ports.peer,
         limited: ports.limited,
@@ -257,7 +268,7 @@ for (const floor of FLOORS.filter((f) => want(f.want)))
         socket: ports.socket,
         realtime: PORTS.standInRealtime,
       })
-      return { args, env: {}, cwd: ROOT, port: c.limited ? ports.limited : ports.peer }
+      return { args, env: {}, cwd: ROOT, port: c.socket ? ports.socket : c.limited ? ports.limited : ports.peer }
     },
   })
 
@@ -448,6 +459,7 @@ async function measure(peer: Peer, c: Case, launch: Launch): Promise<Run | strin
     // Start-up under valgrind is slow (about 10 s with instrumentation off, more on a loaded machine).
     if (!(await waitForPort(launch.port, 600_000))) return `did not listen on ${launch.port}`
     process.stderr.write(`${c.id} ${peer.name}: listening after ${took()}\n`)
+    if (c.socket) return await measureSocket(peer, c, launch, { pid, out, took })
     const spec: RequestSpec = { ...c.request, path: pathOn(c, {}) }
     if (spec.bodyFile !== undefined) return 'uploads are not driven by this client'
     const bytes = requestBytes(launch.port, spec)
@@ -502,6 +514,48 @@ function keep(out: string, pid: number): void {
   if (existsSync(map)) {
     copyFileSync(map, join(KEEP!, `${name}.map`))
     rmSync(map)
+  }
+}
+
+/**
+ * Realtime's socket: bench/run.ts's 16 sockets with 32 messages in flight on each, an exact number
+ * of messages per window. A message costs a small part of a request (a few thousand instructions),
+ * so windows and warm-up count 20 messages for each request asked: 20,000 a window by default.
+ */
+const MESSAGES_PER_REQUEST = 20
+async function measureSocket(
+  peer: Peer,
+  c: Case,
+  launch: Launch,
+  { pid, out, took }: { pid: number; out: string; took: () => string },
+): Promise<Run | string> {
+  const path = c.request.path
+  const floor = peer.name === RUNTIME_FLOOR
+  const sockets = await openSockets({
+    port: launch.port,
+    path: floor ? '/socket/websocket' : path,
+    headers: floor ? {} : socketHeaders(launch.port),
+  })
+  try {
+    if (sockets.failed > 0) return `${sockets.failed} sockets got no 101`
+    await sockets.run(WARMUP * MESSAGES_PER_REQUEST)
+    process.stderr.write(`${c.id} ${peer.name}: warmed up after ${took()}\n`)
+    await control(pid, 'instrumentation on', launch.env)
+    const windows: Run['windows'] = []
+    for (let w = 1; w <= WINDOWS; w++) {
+      const n = REQUESTS * MESSAGES_PER_REQUEST
+      await control(pid, 'zero', launch.env)
+      await sockets.run(n)
+      await control(pid, 'dump', launch.env)
+      const { total: instructions, threads } = await dumped(out, w)
+      windows.push({ instructions, units: n })
+      process.stderr.write(
+        `${c.id} ${peer.name}: window ${w}: ${Math.round(instructions / n).toLocaleString('en-US')} instructions / msg (${took()})${threads.length > 1 ? `, threads ${threads.map((t) => Math.round(t / n)).join(' ')}` : ''}\n`,
+      )
+    }
+    return { windows }
+  } finally {
+    sockets.close()
   }
 }
 

@@ -69,35 +69,78 @@ const BACKSLASH = 0x5c
 const U = 0x75
 
 /**
+ * The 32-bit words of the buffer under the chunk last searched (`wordsFor`), for holdsNeedle to
+ * read four payload bytes at once. A chunk's frames are searched one after another, and a socket's
+ * chunks are views of the same read slab one after another: the view is made once per slab, and
+ * the slab read (a call into the runtime, not inlined) once per chunk, not per frame. They hold that
+ * one chunk and slab alive until the next.
+ */
+let wordsFor: Uint8Array | undefined
+let wordsOf: ArrayBufferLike | undefined
+let words: Int32Array<ArrayBufferLike> = new Int32Array(0)
+/** A frame's mask as one word of those, its bytes in the platform's order (whatever it is). */
+const maskBytes = new Uint8Array(4)
+const maskWord = new Int32Array(maskBytes.buffer)
+/**
+ * A byte ORed with 3 is `_` (0x5f) for `\`, `]`, `^` and `_` (0x5c–0x5f): one comparison per byte
+ * finds both `_` and `\`, and a `]` (once or twice in a Phoenix message) costs an exact check.
+ */
+const LOW_BITS = 0x03030303
+const UNDERSCORES = 0x5f5f5f5f
+
+/**
  * Whether the masked payload of `length` bytes at `at` (its mask the 4 bytes before it) holds
  * `access_token`, or a `\u` escape (which could spell it: both JSON decoders read
  * `"\u0061ccess_token"` as the key), read in place: most frames (broadcasts, presence, heartbeats)
- * hold neither, and are then neither copied, unmasked nor decoded. The payload is read 4 bytes at a
- * time, each compared with `_` and `\` masked by its own byte of the mask; only those are then
- * checked for the whole needle or the escape.
+ * hold neither, and are then neither copied, unmasked nor decoded. The payload is read a 32-bit word
+ * at a time where the buffer's words lie (the bytes before the first and after the last one by
+ * themselves): the word unmasked by the mask turned to its phase, each byte ORed with 3 and compared
+ * with `_` by the zero-byte test of `x - 0x01010101 & ~x & 0x80808080`. Only a word with a byte in
+ * 0x5c–0x5f is then checked byte by byte for the whole needle or the escape. Byte by byte, the
+ * parser took about 2,000 instructions for each of the bench's 125-byte broadcasts, most of them
+ * here; word by word about 1,200 (docs/decisions.md, D205). The buffer's `.buffer` getter is a call
+ * into the runtime (some 800 instructions), hence the view kept from one frame to the next.
  */
 export function holdsNeedle(data: Uint8Array, at: number, length: number): boolean {
-  const m0 = data[at - 4]!
-  const m1 = data[at - 3]!
-  const m2 = data[at - 2]!
-  const m3 = data[at - 1]!
-  const u0 = m0 ^ 0x5f
-  const u1 = m1 ^ 0x5f
-  const u2 = m2 ^ 0x5f
-  const u3 = m3 ^ 0x5f
-  const b0 = m0 ^ BACKSLASH
-  const b1 = m1 ^ BACKSLASH
-  const b2 = m2 ^ BACKSLASH
-  const b3 = m3 ^ BACKSLASH
+  const start = data.byteOffset + at
   let i = 0
-  for (; i + 3 < length; i += 4) {
-    const p = at + i
-    const c0 = data[p]
-    const c1 = data[p + 1]
-    const c2 = data[p + 2]
-    const c3 = data[p + 3]
-    if (c0 !== u0 && c1 !== u1 && c2 !== u2 && c3 !== u3 && c0 !== b0 && c1 !== b1 && c2 !== b2 && c3 !== b3) continue
-    for (let k = i; k < i + 4; k++) if (hitAt(data, at, length, k)) return true
+  const lead = Math.min(length, (4 - (start & 3)) & 3)
+  for (; i < lead; i++) if (hitAt(data, at, length, i)) return true
+  const first = (start + lead) >>> 2
+  const last = (start + length) >>> 2
+  if (first < last) {
+    if (data !== wordsFor) {
+      const buffer = data.buffer
+      if (buffer !== wordsOf) {
+        words = new Int32Array(buffer, 0, Math.floor(buffer.byteLength / 4))
+        wordsOf = buffer
+      }
+      wordsFor = data
+    }
+    const view = words
+    for (let k = 0; k < 4; k++) maskBytes[k] = data[at - 4 + ((i + k) & 3)]!
+    const mask = maskWord[0]!
+    // The words up to one with a candidate byte, in loops of their own (the view's checks are then
+    // made once per loop turn, not per byte): four words a turn, then one, to find the word.
+    for (let w = first; w < last; w++) {
+      for (; w + 3 < last; w += 4) {
+        const x0 = ((view[w]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        const x1 = ((view[w + 1]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        const x2 = ((view[w + 2]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        const x3 = ((view[w + 3]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        const zero =
+          ((x0 - 0x01010101) & ~x0) | ((x1 - 0x01010101) & ~x1) | ((x2 - 0x01010101) & ~x2) | ((x3 - 0x01010101) & ~x3)
+        if ((zero & 0x80808080) !== 0) break
+      }
+      for (; w < last; w++) {
+        const x = ((view[w]! ^ mask) | LOW_BITS) ^ UNDERSCORES
+        if (((x - 0x01010101) & ~x & 0x80808080) !== 0) break
+      }
+      if (w === last) break
+      const k = w * 4 - start
+      for (let j = k; j < k + 4; j++) if (hitAt(data, at, length, j)) return true
+    }
+    i = last * 4 - start
   }
   for (; i < length; i++) if (hitAt(data, at, length, i)) return true
   return false

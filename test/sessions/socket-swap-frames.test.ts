@@ -223,7 +223,7 @@ describe("Realtime's socket: the swap's parser against a plain reading of the fr
       fc.property(
         fc.uint8Array({ maxLength: 7 }),
         text,
-        fc.constantFrom('access_token', 'access_toke', 'ccess_token', '_', '', '\\u', '\\', 'u'),
+        fc.constantFrom('access_token', 'access_toke', 'ccess_token', '_', '', '\\u', '\\', 'u', ']', '^', ']^\\_'),
         text,
         mask,
         (before, a, needle, b, m) => {
