@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
+import { buildApp, type AuthgateOptions } from '../../src/app.ts'
 import { createClientErrorHandler } from '../../src/http/client-errors.ts'
 import { parseBackendUrl } from '../../src/config.ts'
 import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
@@ -310,32 +310,38 @@ async function until(done: () => boolean, withinMs: number): Promise<void> {
 
 const SETTINGS_REQUEST = 'GET /auth/settings HTTP/1.1\r\nHost: x\r\n\r\n'
 
+/** authgate without rate limits before a fake backend, with these client limits, on a port of its own. */
+async function serving(
+  limits: { headerTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs?: number },
+  logger?: AuthgateOptions['logger'],
+): Promise<{ app: FastifyInstance; port: number; close: () => Promise<void> }> {
+  const backend = await startFakeBackend()
+  const app = await buildApp({
+    rateLimit: false,
+    ...(logger === undefined ? {} : { logger }),
+    config: { backendUrl: parseBackendUrl('test', backend.url), ...limits },
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const close = async () => {
+    await app.close()
+    await backend.close()
+  }
+  return { app, port: (app.server.address() as { port: number }).port, close }
+}
+
 // A client may open a connection before it has a request for it (a browser's preconnect, a pool
 // that opens ahead, the soak's load generator): Node.js counts that connection's first head from
 // the moment it was accepted, and its periodic check runs before the loop reads what has arrived.
 describe('connections opened ahead of their first request (D185)', { concurrency: true }, () => {
   const HEADER_TIMEOUT_MS = 1000
-  let backend: FakeBackend
-  let app: FastifyInstance
+  let service: Awaited<ReturnType<typeof serving>>
   let port: number
 
   before(async () => {
-    backend = await startFakeBackend()
-    app = await buildApp({
-      rateLimit: false,
-      config: {
-        backendUrl: parseBackendUrl('test', backend.url),
-        headerTimeoutMs: HEADER_TIMEOUT_MS,
-        requestTimeoutMs: 2000,
-      },
-    })
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    port = (app.server.address() as { port: number }).port
+    service = await serving({ headerTimeoutMs: HEADER_TIMEOUT_MS, requestTimeoutMs: 2000 })
+    port = service.port
   })
-  after(async () => {
-    await app.close()
-    await backend.close()
-  })
+  after(() => service.close())
 
   it('a request that has arrived when the header check falls due is answered, not refused 408', async () => {
     const socket = connect(port, '127.0.0.1')
@@ -387,28 +393,18 @@ describe('connections opened ahead of their first request (D185)', { concurrency
 describe('a connection that never sends a request (D185)', { concurrency: true }, () => {
   const HEADER_TIMEOUT_MS = 500
   const KEEP_ALIVE_TIMEOUT_MS = 3000
-  let backend: FakeBackend
-  let app: FastifyInstance
+  let service: Awaited<ReturnType<typeof serving>>
   let port: number
 
   before(async () => {
-    backend = await startFakeBackend()
-    app = await buildApp({
-      rateLimit: false,
-      config: {
-        backendUrl: parseBackendUrl('test', backend.url),
-        headerTimeoutMs: HEADER_TIMEOUT_MS,
-        requestTimeoutMs: 1000,
-        keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
-      },
+    service = await serving({
+      headerTimeoutMs: HEADER_TIMEOUT_MS,
+      requestTimeoutMs: 1000,
+      keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
     })
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    port = (app.server.address() as { port: number }).port
+    port = service.port
   })
-  after(async () => {
-    await app.close()
-    await backend.close()
-  })
+  after(() => service.close())
 
   it('is closed without an answer once an idle connection would be (the keep-alive timeout)', async () => {
     const started = performance.now()
@@ -465,30 +461,18 @@ describe('the connection sweep (D187)', { concurrency: true }, () => {
   // Node.js checks heads every 500 ms here; the sweep runs as often.
   const HEADER_TIMEOUT_MS = 2000
   const KEEP_ALIVE_TIMEOUT_MS = 250
-  let backend: FakeBackend
-  let app: FastifyInstance
+  let service: Awaited<ReturnType<typeof serving>>
   let port: number
   const logs = logCapture()
 
   before(async () => {
-    backend = await startFakeBackend()
-    app = await buildApp({
-      rateLimit: false,
-      logger: { stream: logs.stream, level: 'info' },
-      config: {
-        backendUrl: parseBackendUrl('test', backend.url),
-        headerTimeoutMs: HEADER_TIMEOUT_MS,
-        requestTimeoutMs: 4000,
-        keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
-      },
-    })
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    port = (app.server.address() as { port: number }).port
+    service = await serving(
+      { headerTimeoutMs: HEADER_TIMEOUT_MS, requestTimeoutMs: 4000, keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS },
+      { stream: logs.stream, level: 'info' },
+    )
+    port = service.port
   })
-  after(async () => {
-    await app.close()
-    await backend.close()
-  })
+  after(() => service.close())
 
   it('leaves a head begun to the header timeout, past the bound without a request: it is served', async () => {
     const socket = connect(port, '127.0.0.1')
@@ -530,7 +514,7 @@ describe('the connection sweep (D187)', { concurrency: true }, () => {
       clearInterval(trickle)
       socket.destroy()
     }
-    const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
+    const metrics = (await service.app.inject({ method: 'GET', url: '/metrics' })).body
     assert.match(metrics, /^authgate_connections_closed_without_request_total\{reason="stray_bytes"\} [1-9]/m)
     // Said, once per 10 s at most, at info: a flood of such connections shows in the log.
     const said = logs.lines.filter((l) => l.reason === 'stray_bytes')
@@ -541,19 +525,9 @@ describe('the connection sweep (D187)', { concurrency: true }, () => {
 })
 
 it('leaves an idle keep-alive connection to Node.js when the header timeout is under a second: closed, not counted', async () => {
-  const backend = await startFakeBackend()
-  const app = await buildApp({
-    rateLimit: false,
-    config: {
-      backendUrl: parseBackendUrl('test', backend.url),
-      headerTimeoutMs: 300,
-      requestTimeoutMs: 1000,
-      keepAliveTimeoutMs: 500,
-    },
-  })
+  const { app, port, close } = await serving({ headerTimeoutMs: 300, requestTimeoutMs: 1000, keepAliveTimeoutMs: 500 })
   try {
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    const socket = connect((app.server.address() as { port: number }).port, '127.0.0.1')
+    const socket = connect(port, '127.0.0.1')
     await once(socket, 'connect')
     const seen = received(socket, performance.now())
     socket.write(SETTINGS_REQUEST)
@@ -564,8 +538,7 @@ it('leaves an idle keep-alive connection to Node.js when the header timeout is u
     const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
     assert.match(metrics, /^authgate_connections_closed_without_request_total\{reason="stray_bytes"\} 0$/m)
   } finally {
-    await app.close()
-    await backend.close()
+    await close()
   }
 })
 
