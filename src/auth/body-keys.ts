@@ -99,8 +99,7 @@ export function repeatedKey(text: string, work?: WalkWork): KeyProblem | undefin
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (c === 0x22) {
-      let end = i + 1
-      while (text.charCodeAt(end) !== 0x22) end += text.charCodeAt(end) === 0x5c ? 2 : 1
+      const end = stringEnd(text, i)
       if (expectKey) {
         const keys = frame!.keys!
         const raw = text.slice(i + 1, end)
@@ -128,6 +127,13 @@ export function repeatedKey(text: string, work?: WalkWork): KeyProblem | undefin
   return undefined
 }
 
+/** Where the JSON string opened by the quote at `start` of a parsed text closes (its escapes skipped). */
+function stringEnd(text: string, start: number): number {
+  let end = start + 1
+  while (text.charCodeAt(end) !== 0x22) end += text.charCodeAt(end) === 0x5c ? 2 : 1
+  return end
+}
+
 /**
  * The number of keys of a JSON text that is one object holding no object or array (most bodies: a
  * sign-in's), else undefined. `text` must already have been parsed successfully. Such an object
@@ -143,8 +149,7 @@ export function flatObjectKeys(text: string): number | undefined {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (c === 0x22) {
-      let end = i + 1
-      while (text.charCodeAt(end) !== 0x22) end += text.charCodeAt(end) === 0x5c ? 2 : 1
+      const end = stringEnd(text, i)
       if (expectKey) {
         keys++
         expectKey = false
