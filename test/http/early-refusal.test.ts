@@ -305,6 +305,24 @@ describe('the early refusal', () => {
     assert.match(head, /^HTTP\/1\.1 400 /)
     assert.match(head, /malformed_request/)
   })
+
+  it('writes the line at the level the logger has now, changed at run time or not', async () => {
+    const { app, port, logs } = apps.early
+    const lineFor = async () => {
+      const answer = await send(port, TOKEN, {}, BODY)
+      assert.equal(answer.status, 429)
+      const id = String(answer.headers['x-request-id'])
+      return logs.lines.some((l) => l.msg === 'request' && l.reqId === id)
+    }
+    assert.equal(await lineFor(), true, 'at info')
+    app.log.level = 'warn'
+    try {
+      assert.equal(await lineFor(), false, 'at warn')
+    } finally {
+      app.log.level = 'info'
+    }
+    assert.equal(await lineFor(), true, 'at info again')
+  })
 })
 
 describe('the early refusal: where it stays out', () => {
