@@ -105,7 +105,7 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
     // listener bookkeeping: the connection stays usable for the client's next request.
     req.resume()
     res.writeHead(429, headers)
-    res.end(refusal.body)
+    res.end(refusal.body, refusal.encoding)
     // Not all of it in the kernel's hands (a client that does not read), or waiting for an earlier
     // answer on the connection: the socket timeout bounds how long it may stay so.
     if (socketTimeout > 0 && (res.socket === null || res.socket.writableLength > 0))
