@@ -91,7 +91,8 @@ import {
 const HELP = `node bench/instructions.ts [options]: instructions per request under callgrind, against the floors
 
   --only a,c,d,rest        cases of bench/run.ts: a b b2 c d rest e rt (sd written, not yet run; no su)
-  --peers authgate,fastify,node   peers, by prefix (the baseline is added by --baseline)
+  --peers authgate,fastify,node   peers, by prefix (the baseline is added by --baseline; answer: the
+                           runtime floor answering authgate's 429, case d only)
   --baseline <git ref>     also authgate built at that commit
   --requests 1000          requests in each measured window (Realtime's socket: × 20 messages)
   --windows 3              measured windows per process
@@ -260,6 +261,8 @@ for (const floor of FLOORS.filter((f) => want(f.want)))
       if (c.protectOnly || c.authgateOnly) return undefined
       // Only the runtime floor relays Storage's objects and Realtime's socket (a TCP pipe).
       if ((c.storageOnly || c.socket) && floor.want !== 'node') return undefined
+      // The answer floor differs from the runtime floor only on its limited port.
+      if (floor.want === 'answer' && !c.limited) return undefined
       const args = floorArgs(floor, {
         port: ports.peer,
         limited: ports.limited,

@@ -107,6 +107,8 @@ const BASE_PORTS = {
   nodeFloorLimited: 19518,
   fastifyFloor: 19522,
   fastifyFloorLimited: 19523,
+  answerFloor: 19524,
+  answerFloorLimited: 19525,
   protect: 19520,
   protectNoCache: 19521,
   standInRealtime: 19530,
@@ -317,8 +319,10 @@ const limitedRedis = {
 const FLOOR_PORTS = {
   node: { port: PORTS.nodeFloor, limited: PORTS.nodeFloorLimited },
   fastify: { port: PORTS.fastifyFloor, limited: PORTS.fastifyFloorLimited },
+  answer: { port: PORTS.answerFloor, limited: PORTS.answerFloorLimited },
 }
-for (const floor of FLOORS.filter((f) => want(f.want))) {
+// The answer floor only when asked for by name (--peers ...,answer): it is no floor a case is judged by.
+for (const floor of FLOORS.filter((f) => (f.want === 'answer' ? PEER_FILTER?.includes('answer') : want(f.want)))) {
   // The runtime floor relays Storage's objects too, and Realtime's socket as bytes over TCP.
   const runtime = floor.want === 'node'
   const { port, limited } = FLOOR_PORTS[floor.want]

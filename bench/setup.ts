@@ -130,6 +130,9 @@ export function buildBaseline(ref: string, dir: string): Record<string, string> 
 export const FLOORS = [
   { want: 'node', name: 'node:http + undici (floor)', file: 'node-floor.ts' },
   { want: 'fastify', name: 'Fastify + undici (framework floor)', file: 'fastify-floor.ts' },
+  // Not a floor a case is judged by: the runtime floor answering authgate's own 429 (only with
+  // `--peers answer`), to tell what the answer itself costs from what authgate does per refusal.
+  { want: 'answer', name: 'node:http, authgate’s 429 (answer floor)', file: 'node-floor.ts' },
 ] as const
 export const RUNTIME_FLOOR = FLOORS[0].name
 export const FRAMEWORK_FLOOR = FLOORS[1].name
@@ -144,6 +147,7 @@ export function floorArgs(
 ): string[] {
   return [
     join(ROOT, 'bench/peers', floor.file),
+    ...(floor.want === 'answer' ? ['--authgate-429'] : []),
     String(ports.port),
     String(ports.limited),
     String(ports.backend),

@@ -394,6 +394,14 @@ function refuseEarly(app: FastifyInstance, config: CoreConfig, rateLimiter: Rate
     const url = `${config.prefix}${route.path}`
     if (decide) routes.push({ method: route.method, url, decide, series: metrics.requestSeries(url, route.method) })
   }
+  // Whether a refusal gets a line, asked of the logger once and again whenever its level changes
+  // (pino says so with `level-change`; a logger that cannot change its level has no `on`): asking
+  // on every refusal read the level through two of pino's getters and the label table, about
+  // 1 k instructions a refusal (docs/decisions.md, D215).
+  const log = app.log
+  let writesLine = writesEarlyLine(log, 429)
+  const levels = log as FastifyInstance['log'] & { on?: (event: 'level-change', listener: () => void) => unknown }
+  if (typeof levels.on === 'function') levels.on('level-change', () => (writesLine = writesEarlyLine(log, 429)))
   installEarlyRefusal(app.server, {
     routes,
     requestIdHeader: config.requestIdHeader,
@@ -402,7 +410,7 @@ function refuseEarly(app: FastifyInstance, config: CoreConfig, rateLimiter: Rate
     onRefused(req, route, id, ip, startedAt, refusal) {
       const ms = performance.now() - startedAt
       route.series.observe(429, ms / 1000)
-      if (writesEarlyLine(app.log, 429)) logEarlyRefusal(app.log, req, route, id, ip, ms, refusal)
+      if (writesLine) logEarlyRefusal(log, req, route, id, ip, ms, refusal)
     },
   })
 }

@@ -60,10 +60,24 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
           fastify(req, res)
         }
       : fastify
+  // The last URL's routes and the last address's client IP: a flood sends one URL from one
+  // address over and over, so its path is cut and looked up, and its address read, once instead
+  // of per request (a fresh slice of the URL cost its own hash in the map; docs/decisions.md,
+  // D216). A different URL or address is looked up as before.
+  let lastUrl: string | undefined
+  let lastCandidates: R[] | undefined
+  let lastAddress: string | undefined
+  let lastIp = ''
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? ''
-    const q = url.indexOf('?')
-    const candidates = byPath.get(q === -1 ? url : url.slice(0, q))
+    let candidates: R[] | undefined
+    if (url === lastUrl) candidates = lastCandidates
+    else {
+      const q = url.indexOf('?')
+      candidates = byPath.get(q === -1 ? url : url.slice(0, q))
+      lastUrl = url
+      lastCandidates = candidates
+    }
     if (candidates === undefined) return toFastify(req, res)
     // A loop, not `find`: no closure per request.
     let route: R | undefined
@@ -74,8 +88,12 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
     // Without Host (HTTP/1.1), Fastify's hook answers 400: left to it, as is a closed socket.
     if (address === undefined || req.headers.host === undefined) return toFastify(req, res)
     const startedAt = performance.now()
-    // Normalised as `clientIp` normalises it (a socket's IPv6 may carry a zone id).
-    const ip = isIPv4Address(address) ? address : (normaliseAddress(address) ?? address)
+    if (address !== lastAddress) {
+      // Normalised as `clientIp` normalises it (a socket's IPv6 may carry a zone id).
+      lastIp = isIPv4Address(address) ? address : (normaliseAddress(address) ?? address)
+      lastAddress = address
+    }
+    const ip = lastIp
     const refusal = route.decide(req, ip)
     if (refusal === undefined) return toFastify(req, res)
     const id = requestId(req)
@@ -87,7 +105,7 @@ export function installEarlyRefusal<R extends EarlyRoute>(server: Server, option
     // listener bookkeeping: the connection stays usable for the client's next request.
     req.resume()
     res.writeHead(429, headers)
-    res.end(refusal.body)
+    res.end(refusal.body, refusal.encoding)
     // Not all of it in the kernel's hands (a client that does not read), or waiting for an earlier
     // answer on the connection: the socket timeout bounds how long it may stay so.
     if (socketTimeout > 0 && (res.socket === null || res.socket.writableLength > 0))

@@ -1,7 +1,7 @@
 // Node.js's own, not the global: the global `performance` is a lazy getter that runs a check on
 // every read, once or twice per refusal on the early 429 (docs/decisions.md, D200).
 import { performance } from 'node:perf_hooks'
-import { gcra, gcraRefund } from './gcra.ts'
+import { gcra, gcraDenial, gcraRefund } from './gcra.ts'
 import { emissionIntervalMs, type RateLimitPolicy } from './policy.ts'
 import type { Decision, RateLimitStore } from './store.ts'
 
@@ -49,7 +49,18 @@ export class MemoryStore implements RateLimitStore {
   takeSync(key: string, policy: RateLimitPolicy): Decision {
     const now = this.#now()
     const bucket = this.#buckets.get(key)
-    const { tat, decision } = gcra(bucket?.tat, now, emissionIntervalMs(policy), policy.burst)
+    const interval = emissionIntervalMs(policy)
+    if (bucket !== undefined) {
+      // A refusal changes nothing in the bucket but that it was used: the decision alone, as the
+      // deny cache gives a shared store's refusal, without `gcra`'s step around it (a flood of
+      // refusals from one client takes this path on every request).
+      const denial = gcraDenial(bucket.tat, now, interval, policy.burst)
+      if (denial !== undefined) {
+        bucket.seen = true
+        return denial
+      }
+    }
+    const { tat, decision } = gcra(bucket?.tat, now, interval, policy.burst)
     // A known client is updated in place: no map write per request (moving a key to the end of a
     // Map on each use reallocates its table every few hundred uses, which a flood of refusals
     // turned into a collection of the old generation every second).

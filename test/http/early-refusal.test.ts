@@ -307,6 +307,52 @@ describe('the early refusal', () => {
     assert.match(head, /^HTTP\/1\.1 400 /)
     assert.match(head, /malformed_request/)
   })
+
+  it('writes the same bytes as the hook: the head and body as they go on the wire', async () => {
+    const raw = (port: number) =>
+      new Promise<Buffer>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () =>
+          socket.write(
+            `POST ${TOKEN} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${BODY.length}\r\nconnection: close\r\n\r\n${BODY}`,
+          ),
+        )
+        const chunks: Buffer[] = []
+        socket.on('data', (c: Buffer) => chunks.push(c))
+        socket.on('end', () => resolve(Buffer.concat(chunks)))
+        socket.on('error', reject)
+      })
+    // What differs between any two answers: the id, the date, the seconds left (see assertSameHeaders).
+    const comparableBytes = (bytes: Buffer) =>
+      bytes
+        .toString('latin1')
+        .replace(/^x-request-id: [0-9a-f-]{36}\r\n/m, 'x-request-id: ID\r\n')
+        .replace(/^Date: [^\r]*\r\n/m, 'Date: D\r\n')
+        .replace(/;t=\d+\r\n/, ';t=N\r\n')
+        .replace(/^retry-after: \d+\r\n/m, 'retry-after: N\r\n')
+    const early = await raw(apps.early.port)
+    const hooked = await raw(apps.hooked.port)
+    assert.match(early.toString('latin1'), /^HTTP\/1\.1 429 /)
+    // The hook's own answer says `Connection: close` here as the early one does: both read the request's.
+    assert.equal(comparableBytes(early), comparableBytes(hooked))
+  })
+
+  it('writes the line at the level the logger has now, changed at run time or not', async () => {
+    const { app, port, logs } = apps.early
+    const lineFor = async () => {
+      const answer = await send(port, TOKEN, {}, BODY)
+      assert.equal(answer.status, 429)
+      const id = String(answer.headers['x-request-id'])
+      return logs.lines.some((l) => l.msg === 'request' && l.reqId === id)
+    }
+    assert.equal(await lineFor(), true, 'at info')
+    app.log.level = 'warn'
+    try {
+      assert.equal(await lineFor(), false, 'at warn')
+    } finally {
+      app.log.level = 'info'
+    }
+    assert.equal(await lineFor(), true, 'at info again')
+  })
 })
 
 describe('the early refusal: where it stays out', () => {
@@ -354,7 +400,12 @@ describe('the early refusal: where it stays out', () => {
     })
     server.setTimeout(SOCKET_TIMEOUT_MS)
     server.keepAliveTimeout = 60_000
-    const refusal = { headers: ['', '', 'content-type', 'application/json'], body: '{"x":1}', code: undefined }
+    const refusal = {
+      headers: ['', '', 'content-type', 'application/json'],
+      body: '{"x":1}',
+      encoding: 'latin1' as const,
+      code: undefined,
+    }
     installEarlyRefusal(server, {
       routes: [{ method: 'POST', url: '/token', decide: () => refusal }],
       requestIdHeader: 'x-request-id',
