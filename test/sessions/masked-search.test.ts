@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { forgetCopy, nextCandidate, nextCandidateBytes } from '../../src/sessions/masked-search.ts'
+import { forgetCopy, nextCandidate, nextCandidateBytes, skipFrames } from '../../src/sessions/masked-search.ts'
 
 /** Every offset of a `_` or `\` in the unmasked payload, at or after `from`, as the plain reading finds them. */
 function plain(payload: Uint8Array, from: number): number[] {
@@ -85,6 +85,72 @@ describe("the stand-in swap's search of masked payloads", () => {
     forgetCopy()
     payloads.forEach(({ payload }, i) =>
       assert.deepEqual(walk(nextCandidate, data, at[i]!, payload.length, 0), plain(payload, 0)),
+    )
+  })
+})
+
+/** A frame: first byte, payload (unmasked), mask if masked; the 2-byte or 8-byte length form as its length asks. */
+function frameBytes(b0: number, payload: Uint8Array, mask: Uint8Array | undefined, long: boolean): Buffer {
+  const n = payload.length
+  const head = long
+    ? Buffer.concat([Buffer.from([b0, 127]), Buffer.alloc(8)])
+    : n < 126
+      ? Buffer.from([b0, n])
+      : Buffer.from([b0, 126, n >> 8, n & 0xff])
+  if (long) head.writeUInt32BE(n, 6)
+  if (mask === undefined) return Buffer.concat([head, payload])
+  head[1]! |= 0x80
+  return Buffer.concat([head, mask, Buffer.from(payload).map((b, i) => b ^ mask[i & 3]!)])
+}
+
+/** walk's answer read plainly: the first frame from `at` not whole before `end`, 8-byte long, or masked text with a `_` or `\`. */
+function plainSkip(data: Buffer, at: number, end: number): number {
+  for (;;) {
+    if (end - at < 2) return at
+    const len7 = data[at + 1]! & 0x7f
+    const masked = (data[at + 1]! & 0x80) !== 0
+    if (len7 === 127) return at
+    const size = 2 + (len7 === 126 ? 2 : 0) + (masked ? 4 : 0)
+    if (end - at < size) return at
+    const length = len7 === 126 ? data.readUInt16BE(at + 2) : len7
+    if (at + size + length > end) return at
+    if (data[at] === 0x81 && masked) {
+      const payload = data.subarray(at + size, at + size + length).map((b, i) => b ^ data[at + size - 4 + (i & 3)]!)
+      if (payload.includes(0x5f) || payload.includes(0x5c)) return at
+    }
+    at += size + length
+  }
+}
+
+describe("the stand-in swap's walk over the frames it passes as they are", () => {
+  it('stops where a plain reading of the frames stops, whatever the frames and wherever the chunk ends', () => {
+    const frame = fc
+      .record({
+        b0: fc.constantFrom(0x81, 0x82, 0x01, 0x80, 0x89, 0x8a, 0x88, 0xc1, 0x81),
+        payload: fc.oneof(
+          bytes,
+          fc.integer({ min: 100, max: 400 }).map((n) => new Uint8Array(n).fill(0x61)),
+        ),
+        mask: fc.option(mask, { nil: undefined, freq: 5 }),
+        long: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+      })
+      .map(({ b0, payload, mask, long }) => frameBytes(b0, payload, mask, long))
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 7 }),
+        fc.array(frame, { minLength: 1, maxLength: 8 }),
+        fc.nat(),
+        (offset, frames, cut) => {
+          const data = Buffer.concat([Buffer.alloc(offset, 0x5f), ...frames]).subarray(offset)
+          const end = cut % (data.length + 1)
+          forgetCopy()
+          assert.equal(skipFrames(data, 0, end), plainSkip(data, 0, end))
+          // From a later frame of the same chunk, on the copy already made.
+          const second = frames[0]!.length
+          if (second <= end) assert.equal(skipFrames(data, second, end), plainSkip(data, second, end))
+        },
+      ),
+      { numRuns: 2000 },
     )
   })
 })
