@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { sessionIdFrom } from './cookie.ts'
 import type { SessionGate } from './gate.ts'
 import { headSize, payloadLength } from '../core/frame-head.ts'
+import { forgetCopy, nextCandidate, skipFrames } from './masked-search.ts'
 
 /**
  * Realtime's socket with cookie sessions: realtime-js sends the session's access token in its
@@ -69,80 +70,22 @@ const BACKSLASH = 0x5c
 const U = 0x75
 
 /**
- * The 32-bit words of the buffer under the chunk last searched (`wordsFor`), for holdsNeedle to
- * read four payload bytes at once. A chunk's frames are searched one after another, and a socket's
- * chunks are views of the same read slab one after another: the view is made once per slab, and
- * the slab read (a call into the runtime, not inlined) once per chunk, not per frame. They hold that
- * one chunk and slab alive until the next.
- */
-let wordsFor: Uint8Array | undefined
-let wordsOf: ArrayBufferLike | undefined
-let words: Int32Array<ArrayBufferLike> = new Int32Array(0)
-/** A frame's mask as one word of those, its bytes in the platform's order (whatever it is). */
-const maskBytes = new Uint8Array(4)
-const maskWord = new Int32Array(maskBytes.buffer)
-/**
- * A byte ORed with 3 is `_` (0x5f) for `\`, `]`, `^` and `_` (0x5c–0x5f): one comparison per byte
- * finds both `_` and `\`, and a `]` (once or twice in a Phoenix message) costs an exact check.
- */
-const LOW_BITS = 0x03030303
-const UNDERSCORES = 0x5f5f5f5f
-
-/**
  * Whether the masked payload of `length` bytes at `at` (its mask the 4 bytes before it) holds
  * `access_token`, or a `\u` escape (which could spell it: both JSON decoders read
  * `"\u0061ccess_token"` as the key), read in place: most frames (broadcasts, presence, heartbeats)
- * hold neither, and are then neither copied, unmasked nor decoded. The payload is read a 32-bit word
- * at a time where the buffer's words lie (the bytes before the first and after the last one by
- * themselves): the word unmasked by the mask turned to its phase, each byte ORed with 3 and compared
- * with `_` by the zero-byte test of `x - 0x01010101 & ~x & 0x80808080`. Only a word with a byte in
- * 0x5c–0x5f is then checked byte by byte for the whole needle or the escape. Byte by byte, the
- * parser took about 2,000 instructions for each of the bench's 125-byte broadcasts, most of them
- * here; word by word about 1,200 (docs/decisions.md, D205). The buffer's `.buffer` getter is a call
- * into the runtime (some 800 instructions), hence the view kept from one frame to the next.
+ * hold neither, and are then neither copied, unmasked nor decoded. The bytes that unmask to `_`
+ * or `\` are found 16 at a time (src/sessions/masked-search.ts); only those are checked for the
+ * whole needle or the escape.
  */
 export function holdsNeedle(data: Uint8Array, at: number, length: number): boolean {
-  const start = data.byteOffset + at
-  let i = 0
-  const lead = Math.min(length, (4 - (start & 3)) & 3)
-  for (; i < lead; i++) if (hitAt(data, at, length, i)) return true
-  const first = (start + lead) >>> 2
-  const last = (start + length) >>> 2
-  if (first < last) {
-    if (data !== wordsFor) {
-      const buffer = data.buffer
-      if (buffer !== wordsOf) {
-        words = new Int32Array(buffer, 0, Math.floor(buffer.byteLength / 4))
-        wordsOf = buffer
-      }
-      wordsFor = data
-    }
-    const view = words
-    for (let k = 0; k < 4; k++) maskBytes[k] = data[at - 4 + ((i + k) & 3)]!
-    const mask = maskWord[0]!
-    // The words up to one with a candidate byte, in loops of their own (the view's checks are then
-    // made once per loop turn, not per byte): four words a turn, then one, to find the word.
-    for (let w = first; w < last; w++) {
-      for (; w + 3 < last; w += 4) {
-        const x0 = ((view[w]! ^ mask) | LOW_BITS) ^ UNDERSCORES
-        const x1 = ((view[w + 1]! ^ mask) | LOW_BITS) ^ UNDERSCORES
-        const x2 = ((view[w + 2]! ^ mask) | LOW_BITS) ^ UNDERSCORES
-        const x3 = ((view[w + 3]! ^ mask) | LOW_BITS) ^ UNDERSCORES
-        const zero =
-          ((x0 - 0x01010101) & ~x0) | ((x1 - 0x01010101) & ~x1) | ((x2 - 0x01010101) & ~x2) | ((x3 - 0x01010101) & ~x3)
-        if ((zero & 0x80808080) !== 0) break
-      }
-      for (; w < last; w++) {
-        const x = ((view[w]! ^ mask) | LOW_BITS) ^ UNDERSCORES
-        if (((x - 0x01010101) & ~x & 0x80808080) !== 0) break
-      }
-      if (w === last) break
-      const k = w * 4 - start
-      for (let j = k; j < k + 4; j++) if (hitAt(data, at, length, j)) return true
-    }
-    i = last * 4 - start
-  }
-  for (; i < length; i++) if (hitAt(data, at, length, i)) return true
+  forgetCopy()
+  return holds(data, at, length)
+}
+
+/** holdsNeedle on the copy made for the chunk being read (forgotten before each chunk). */
+function holds(data: Uint8Array, at: number, length: number): boolean {
+  for (let k = nextCandidate(data, at, length, 0); k < length; k = nextCandidate(data, at, length, k + 1))
+    if (hitAt(data, at, length, k)) return true
   return false
 }
 
@@ -202,7 +145,7 @@ export function readTokenMessage(message: unknown): TokenMessage | undefined {
 
 /** The masked payload at `at` read as a Phoenix `phx_join` or `access_token` message with a token, if it is one. */
 function tokenMessage(data: Buffer, at: number, length: number): TokenMessage | undefined {
-  if (!holdsNeedle(data, at, length)) return undefined
+  if (!holds(data, at, length)) return undefined
   const payload = Buffer.from(data.subarray(at, at + length))
   for (let i = 0; i < length; i++) payload[i]! ^= data[at - 4 + (i & 3)]!
   if (structure(payload) > MAX_STRUCTURE) return undefined
@@ -307,6 +250,7 @@ export class PhoenixFrames {
    */
   #read(data: Buffer, run: number, at: number): Promise<void> | undefined {
     const end = data.length
+    forgetCopy()
     // What the frame the chunk ends inside needs: 0 while its head is not whole.
     let need = 0
     while (at < end) {
@@ -317,6 +261,9 @@ export class PhoenixFrames {
         at += n
         continue
       }
+      // The whole frames that hold nothing to read, skipped 16 bytes at a time in WebAssembly.
+      at = skipFrames(data, at, end)
+      if (at === end) break
       // The frame's head (RFC 6455 §5.2): 2 bytes, the extended length, the mask.
       const size = headSize(data, at, end)
       if (size === 0) break
@@ -338,7 +285,9 @@ export class PhoenixFrames {
       if (at > run) this.#send(data.subarray(run, at))
       return this.#swapIn(found, data, at + size + length)
     }
-    if (at > run) this.#send(data.subarray(run, at))
+    // A chunk of whole frames, the usual case, leaves as the buffer it came in: no view made of it.
+    if (run === 0 && at === end) this.#send(data)
+    else if (at > run) this.#send(data.subarray(run, at))
     if (at < end) this.#hold(data, at, need)
     return undefined
   }

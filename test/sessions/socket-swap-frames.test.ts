@@ -281,6 +281,27 @@ describe("Realtime's socket: the swap's parser against a plain reading of the fr
     assert.deepEqual(decode(Buffer.concat(got.out)), reference(big).frames)
   })
 
+  it('the key at each phase of the mask and across a 16-byte block, the stream cut at every byte around it', async () => {
+    const m = Buffer.from([0x5f ^ 0x61, 0x5c, 0x00, 0xff])
+    for (const key of ['access_token', '\\u0061ccess_token', 'access\\u005ftoken']) {
+      for (let pad = 0; pad < 20; pad++) {
+        const join = `["1","2","t","phx_join",{"${'p'.repeat(pad)}":1,"${key}":"stand-in-1"}]`
+        const before = encode(0x81, utf8(message('broadcast', { pad })), m)
+        const stream = Buffer.concat([before, encode(0x81, utf8(join), m), before])
+        const want = reference(stream).frames
+        const swapped = (frames: Frame[]) => Buffer.from(frames[1]!.payload, 'hex').toString().includes('"REAL-1"')
+        assert.ok(swapped(want))
+        const keyAt = before.length + 6 + join.indexOf(key)
+        for (let cut = keyAt - 2; cut <= keyAt + key.length + 2; cut++) {
+          const got = await through(stream, [cut, stream.length])
+          const frames = decode(Buffer.concat(got.out))
+          assert.deepEqual(frames, want, `${key}, pad ${pad}, cut at ${cut}`)
+          assert.ok(swapped(frames))
+        }
+      }
+    }
+  })
+
   it('nothing from a refused stand-in on reaches Realtime, in the same chunk or later ones', async () => {
     const m = Buffer.from([3, 1, 4, 1])
     const before = encode(0x81, utf8(message('broadcast', { x: 1 })), m)
