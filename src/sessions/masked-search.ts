@@ -1,4 +1,4 @@
-import { compiledSoon } from '../wasm-tiering.ts'
+import { compiledSoon } from '../wasm-budget.ts'
 
 /**
  * The stand-in swap's first look at a masked client frame (src/sessions/socket-swap.ts): where, in
