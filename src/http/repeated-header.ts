@@ -8,9 +8,18 @@ export function repeatsHeader(rawHeaders: readonly string[], name: string): bool
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const each = rawHeaders[i]!
     // Length first: one comparison for nearly every other name.
-    if (each.length !== name.length || each.toLowerCase() !== name) continue
+    if (each.length !== name.length || !sameIgnoringCase(each, name)) continue
     if (seen) return true
     seen = true
   }
   return false
+}
+
+/** Whether `text` is `lower` (lower case, of the same length) in any ASCII case: no lower-cased copy made. */
+function sameIgnoringCase(text: string, lower: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== lower.charCodeAt(i)) return false
+  }
+  return true
 }

@@ -176,8 +176,8 @@ export function outboundRequestHeaders(
   let n = 0
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!
-    const lower = lowerName(name)
-    if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower) || strippedSpelling(lower)) continue
+    const { lower, dropped } = clientName(name)
+    if (dropped || named?.has(lower)) continue
     if (replaced !== undefined && replaced.includes(lower)) continue
     if (lower === 'cookie' && id.ownCookies !== undefined && id.ownCookies.length > 0) {
       let rest: string | undefined = rawHeaders[i + 1]!
@@ -206,18 +206,27 @@ export function outboundRequestHeaders(
   return out
 }
 
-// The request header names met so far, lower-cased once each: clients spell the same few names
-// (`Host`, `User-Agent`, `Accept`) on every request, and lower-casing one with capitals makes a new
-// string each time. Bounded, so a client inventing names costs a lower-casing per name, as before.
-const LOWER_NAMES_LIMIT = 256
-const lowerNames = new Map<string, string>()
+// The request header names met so far, each lower-cased and judged once: clients spell the same
+// few names (`Host`, `User-Agent`, `Accept`) on every request, and lower-casing one with capitals
+// makes a new string each time; whether the name is always dropped (hop-by-hop, stripped, or a
+// stripped one's other spelling) depends on the name alone, where it cost two set lookups and two
+// string searches per header and request. Bounded, so a client inventing names costs a lower-casing
+// and a judgement per name, as before.
+interface ClientName {
+  lower: string
+  /** Never sent on, whatever the request (HOP_BY_HOP, STRIPPED_REQUEST, `strippedSpelling`). */
+  dropped: boolean
+}
+const CLIENT_NAMES_LIMIT = 256
+const clientNames = new Map<string, ClientName>()
 
-function lowerName(name: string): string {
-  let lower = lowerNames.get(name)
-  if (lower !== undefined) return lower
-  lower = name.toLowerCase()
-  if (lowerNames.size < LOWER_NAMES_LIMIT) lowerNames.set(name, lower)
-  return lower
+function clientName(name: string): ClientName {
+  let known = clientNames.get(name)
+  if (known !== undefined) return known
+  const lower = name.toLowerCase()
+  known = { lower, dropped: HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || strippedSpelling(lower) }
+  if (clientNames.size < CLIENT_NAMES_LIMIT) clientNames.set(name, known)
+  return known
 }
 
 // The response header names met so far, each decoded and lower-cased once: a backend sends the same
@@ -227,6 +236,8 @@ function lowerName(name: string): string {
 interface KnownName {
   name: string
   lower: string
+  /** Hop-by-hop (HOP_BY_HOP): never relayed. */
+  hop: boolean
 }
 const KNOWN_NAMES_LIMIT = 256
 const knownNames: (KnownName[] | undefined)[] = []
@@ -241,7 +252,8 @@ function headerName(raw: Buffer): KnownName {
   const sameLength = knownNames[raw.length]
   if (sameLength !== undefined) for (const known of sameLength) if (sameBytes(raw, known.name)) return known
   const name = raw.toString('latin1')
-  const known = { name, lower: name.toLowerCase() }
+  const lower = name.toLowerCase()
+  const known = { name, lower, hop: HOP_BY_HOP.has(lower) }
   if (knownNameCount < KNOWN_NAMES_LIMIT) {
     knownNameCount++
     if (sameLength === undefined) knownNames[raw.length] = [known]
@@ -259,12 +271,12 @@ export function inboundResponseHeaders(raw: Buffer[]): string[] {
   const out: string[] = []
   let connection: string | undefined
   for (let i = 0; i < raw.length; i += 2) {
-    const { name, lower } = headerName(raw[i]!)
+    const { name, lower, hop } = headerName(raw[i]!)
     if (lower === 'connection') {
       const value = raw[i + 1]!.toString('latin1')
       connection = connection === undefined ? value : `${connection},${value}`
     }
-    if (HOP_BY_HOP.has(lower)) continue
+    if (hop) continue
     out.push(name, raw[i + 1]!.toString('latin1'))
   }
   // Names the Connection header lists are hop-by-hop for this answer too; `keep-alive`, what nearly

@@ -296,22 +296,27 @@ export function mergeOwnHeaders(relayed: string[], own: Record<string, unknown>,
   const relayedLength = flat.length
   for (const name in own) {
     const value = own[name]
-    if (value === undefined || relayedHas(flat, relayedLength, name.toLowerCase())) continue
+    if (value === undefined || relayedHas(flat, relayedLength, name)) continue
     if (Array.isArray(value)) for (const v of value) flat.push(name, String(v))
     else flat.push(name, String(value))
   }
   return flat
 }
 
-/** Whether one of the first `end` entries of a flat header list is a name equal to `lower`, ignoring ASCII case. */
-function relayedHas(flat: readonly string[], end: number, lower: string): boolean {
+/**
+ * Whether one of the first `end` entries of a flat header list is a name equal to `wanted`, ignoring
+ * ASCII case on both sides: no lower-cased copy of `wanted` is made for the look (the own headers'
+ * names are lower case already, as Fastify and Node.js keep them, but the look does not rely on it).
+ */
+function relayedHas(flat: readonly string[], end: number, wanted: string): boolean {
   for (let i = 0; i < end; i += 2) {
     const name = flat[i]!
-    if (name.length !== lower.length) continue
+    if (name.length !== wanted.length) continue
     let j = 0
     for (; j < name.length; j++) {
       const c = name.charCodeAt(j)
-      if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== lower.charCodeAt(j)) break
+      const w = wanted.charCodeAt(j)
+      if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== (w >= 0x41 && w <= 0x5a ? w + 0x20 : w)) break
     }
     if (j === name.length) return true
   }

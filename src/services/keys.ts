@@ -30,6 +30,10 @@ export class KeyBook {
   readonly #bearers = new Map<string, string>()
   /** The legacy service-role JWT, when configured (authgate's own requests that need every table). */
   readonly serviceKey: string | undefined
+  // The last unchecked key's verdict and `Bearer` header (`judge`, `bearer`).
+  #lastUnchecked: { readonly ok: true; readonly key: string; readonly level: 'unchecked' } | undefined
+  #lastBearerKey: string | undefined
+  #lastBearer = ''
 
   constructor(keys: ResolvedKeys | undefined) {
     this.#checked = keys !== undefined
@@ -49,7 +53,15 @@ export class KeyBook {
 
   /** `Bearer <key>` for a key sent on (the configured keys' spelled once). */
   bearer(key: string): string {
-    return this.#bearers.get(key) ?? `Bearer ${key}`
+    const known = this.#bearers.get(key)
+    if (known !== undefined) return known
+    // An unchecked key (no keys configured): the last one's header is kept, since a client sends
+    // the same key on every request, where a new string was built and flattened for each.
+    if (key !== this.#lastBearerKey) {
+      this.#lastBearerKey = key
+      this.#lastBearer = `Bearer ${key}`
+    }
+    return this.#lastBearer
   }
 
   /**
@@ -58,7 +70,14 @@ export class KeyBook {
    */
   judge(presented: string | undefined, rule: KeyRule): KeyVerdict {
     if (presented === undefined || presented === '') return rule === 'optional' ? NO_KEY : NO_API_KEY
-    if (!this.#checked) return { ok: true, key: presented, level: 'unchecked' }
+    if (!this.#checked) {
+      // Verdicts are only read: the last unchecked key's is kept, as a client sends the same key on
+      // every request (a verdict object per request otherwise).
+      const last = this.#lastUnchecked
+      if (last !== undefined && last.key === presented) return last
+      this.#lastUnchecked = Object.freeze({ ok: true, key: presented, level: 'unchecked' })
+      return this.#lastUnchecked
+    }
     const known = this.#keys.get(presented)
     if (known === undefined) return INVALID_API_KEY
     if (rule === 'service' && known.level !== 'service') return SERVICE_KEY_REQUIRED

@@ -1,3 +1,6 @@
+// Node.js's own, not the global: the global `performance` is a lazy getter that runs a check on
+// every read (docs/decisions.md, D200, D208).
+import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Pool as UndiciPool } from 'undici'
 import { Pool } from '../core/backend.ts'

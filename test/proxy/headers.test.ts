@@ -59,3 +59,15 @@ test('a Connection header drops the names it lists, however often the same spell
       )
   }
 })
+
+test('the names always dropped stay dropped on every request that sends them, in any spelling', () => {
+  const identity = { identity: ['x-forwarded-for', '192.0.2.1'] }
+  const raw = ['Host', 'h', 'X_Real_IP', '6.6.6.6', 'x.forwarded.for', '6.6.6.6', 'TE', 'trailers', 'Accept', '*/*']
+  for (let round = 0; round < 3; round++)
+    assert.deepEqual(outboundRequestHeaders(raw, { host: 'h' }, identity), [
+      'Accept',
+      '*/*',
+      'x-forwarded-for',
+      '192.0.2.1',
+    ])
+})

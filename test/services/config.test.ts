@@ -116,6 +116,14 @@ test('the key book: legacy keys stand for themselves, new keys for theirs, rules
     key: 'anything',
     level: 'unchecked',
   })
+  // The last unchecked key's verdict and Bearer header are kept: another key gets its own.
+  const open = new KeyBook(undefined)
+  for (const key of ['a', 'a', 'b', 'a']) {
+    assert.deepEqual(open.judge(key, 'required'), { ok: true, key, level: 'unchecked' })
+    assert.equal(open.bearer(key), `Bearer ${key}`)
+  }
+  assert.equal(book.bearer(ANON), `Bearer ${ANON}`)
+  assert.equal(book.bearer('other'), 'Bearer other')
 })
 
 test('keys in Authorization and the query', () => {
