@@ -90,7 +90,7 @@ import {
 
 const HELP = `node bench/instructions.ts [options]: instructions per request under callgrind, against the floors
 
-  --only a,c,d,rest        cases of bench/run.ts: a b b2 c d rest e rt (sd written, not yet run; no su)
+  --only a,c,d,rest        cases of bench/run.ts: a b b2 c d rest e rt sd (no su: the client sends no bodies)
   --peers authgate,fastify,node   peers, by prefix (the baseline is added by --baseline; answer: the
                            runtime floor answering authgate's 429, case d only)
   --baseline <git ref>     also authgate built at that commit

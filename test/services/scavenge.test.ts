@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { createConnection, createServer, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { runInNewContext } from 'node:vm'
-import { relayed, SCAVENGE_EVERY_BYTES } from '../../src/services/scavenge.ts'
+import { QUIET_MS, relayed, SCAVENGE_EVERY_BYTES } from '../../src/services/scavenge.ts'
 
 const MiB = 2 ** 20
 
@@ -55,6 +55,36 @@ test('every 8 MiB relayed, the dead read buffers are freed', async () => {
     now = process.memoryUsage().arrayBuffers
   }
   assert.ok(now - before < 2 * MiB, `freed: ${now - before} bytes left`)
+})
+
+/** Waits up to 5 s for the array buffers to fall under `bound` bytes above `before` (see the sweeper above). */
+async function freedTo(before: number, bound: number): Promise<number> {
+  let now = process.memoryUsage().arrayBuffers
+  const until = Date.now() + 5_000
+  while (now - before >= bound && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    now = process.memoryUsage().arrayBuffers
+  }
+  return now - before
+}
+
+test('when relaying stops, what it left since the last collection is freed after a quiet second', async () => {
+  relayed(SCAVENGE_EVERY_BYTES)
+  await turns(5)
+  const before = process.memoryUsage().arrayBuffers
+  await readThroughSocket(4 * MiB)
+  relayed(4 * MiB)
+  const held = process.memoryUsage().arrayBuffers
+  assert.ok(held - before >= 2 * MiB, `the buffers stay until collected (${held - before} bytes)`)
+  // Still relaying: a chunk within each quiet second keeps the collection off.
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS / 2))
+    relayed(1)
+  }
+  assert.ok(process.memoryUsage().arrayBuffers - before >= 2 * MiB, 'not collected while bytes move')
+  await new Promise((resolve) => setTimeout(resolve, QUIET_MS * 2))
+  const left = await freedTo(before, MiB)
+  assert.ok(left < MiB, `freed: ${left} bytes left`)
 })
 
 test('the collector is not exposed to the host: no gc in this context or a new one', () => {
