@@ -176,8 +176,10 @@ export function outboundRequestHeaders(
   let n = 0
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!
-    const lower = lowerName(name)
-    if (HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || named?.has(lower) || strippedSpelling(lower)) continue
+    const seen = requestName(name)
+    if (seen.dropped) continue
+    const lower = seen.lower
+    if (named?.has(lower)) continue
     if (replaced !== undefined && replaced.includes(lower)) continue
     if (lower === 'cookie' && id.ownCookies !== undefined && id.ownCookies.length > 0) {
       let rest: string | undefined = rawHeaders[i + 1]!
@@ -206,18 +208,25 @@ export function outboundRequestHeaders(
   return out
 }
 
-// The request header names met so far, lower-cased once each: clients spell the same few names
-// (`Host`, `User-Agent`, `Accept`) on every request, and lower-casing one with capitals makes a new
-// string each time. Bounded, so a client inventing names costs a lower-casing per name, as before.
-const LOWER_NAMES_LIMIT = 256
-const lowerNames = new Map<string, string>()
+// The request header names met so far, each lower-cased and judged once: clients spell the same
+// few names (`Host`, `User-Agent`, `Accept`) on every request, and lower-casing one with capitals
+// makes a new string each time. Whether a name is dropped whatever the request (hop-by-hop, one
+// authgate replaces, a stripped one's other spelling) is kept with it: one lookup a header rather
+// than four. Bounded, so a client inventing names costs a judgement per name, as before.
+interface RequestName {
+  lower: string
+  dropped: boolean
+}
+const REQUEST_NAMES_LIMIT = 256
+const requestNames = new Map<string, RequestName>()
 
-function lowerName(name: string): string {
-  let lower = lowerNames.get(name)
-  if (lower !== undefined) return lower
-  lower = name.toLowerCase()
-  if (lowerNames.size < LOWER_NAMES_LIMIT) lowerNames.set(name, lower)
-  return lower
+function requestName(name: string): RequestName {
+  let seen = requestNames.get(name)
+  if (seen !== undefined) return seen
+  const lower = name.toLowerCase()
+  seen = { lower, dropped: HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || strippedSpelling(lower) }
+  if (requestNames.size < REQUEST_NAMES_LIMIT) requestNames.set(name, seen)
+  return seen
 }
 
 // The response header names met so far, each decoded and lower-cased once: a backend sends the same
@@ -227,21 +236,41 @@ function lowerName(name: string): string {
 interface KnownName {
   name: string
   lower: string
+  // The value this name came with last, decoded: a backend sends most values (its content type,
+  // `Vary`, `Date` within a second, an answer's length) again and again, and comparing the bytes
+  // with the last value costs a fraction of decoding them (a call into C++ per value).
+  last: string
 }
 const KNOWN_NAMES_LIMIT = 256
+const LAST_VALUE_LIMIT = 64
 const knownNames: (KnownName[] | undefined)[] = []
 let knownNameCount = 0
 
-function sameBytes(raw: Buffer, name: string): boolean {
-  for (let i = 0; i < raw.length; i++) if (raw[i] !== name.charCodeAt(i)) return false
+/** Whether `raw` holds the latin1 spelling of `text` (of the same length). */
+function sameBytes(raw: Buffer, text: string): boolean {
+  for (let i = 0; i < raw.length; i++) if (raw[i] !== text.charCodeAt(i)) return false
   return true
+}
+
+/**
+ * A header's value, decoded as latin1: the name's last value when the bytes are the same, a new
+ * decoding otherwise (kept as the name's last).
+ */
+function headerValue(known: KnownName, raw: Buffer): string {
+  const last = known.last
+  if (last.length === raw.length && sameBytes(raw, last)) return last
+  const value = raw.toString('latin1')
+  // Long values (a redirect's `Location`, a cookie) are seldom sent twice, and comparing them
+  // with one that differs near its end would cost most of a decoding: only short ones are kept.
+  if (value.length <= LAST_VALUE_LIMIT) known.last = value
+  return value
 }
 
 function headerName(raw: Buffer): KnownName {
   const sameLength = knownNames[raw.length]
   if (sameLength !== undefined) for (const known of sameLength) if (sameBytes(raw, known.name)) return known
   const name = raw.toString('latin1')
-  const known = { name, lower: name.toLowerCase() }
+  const known = { name, lower: name.toLowerCase(), last: '' }
   if (knownNameCount < KNOWN_NAMES_LIMIT) {
     knownNameCount++
     if (sameLength === undefined) knownNames[raw.length] = [known]
@@ -259,13 +288,14 @@ export function inboundResponseHeaders(raw: Buffer[]): string[] {
   const out: string[] = []
   let connection: string | undefined
   for (let i = 0; i < raw.length; i += 2) {
-    const { name, lower } = headerName(raw[i]!)
+    const known = headerName(raw[i]!)
+    const lower = known.lower
     if (lower === 'connection') {
-      const value = raw[i + 1]!.toString('latin1')
+      const value = headerValue(known, raw[i + 1]!)
       connection = connection === undefined ? value : `${connection},${value}`
     }
     if (HOP_BY_HOP.has(lower)) continue
-    out.push(name, raw[i + 1]!.toString('latin1'))
+    out.push(known.name, headerValue(known, raw[i + 1]!))
   }
   // Names the Connection header lists are hop-by-hop for this answer too; `keep-alive`, what nearly
   // every answer says, names none that is not dropped already.
