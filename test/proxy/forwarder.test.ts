@@ -52,7 +52,7 @@ describe('backend answers pass through unchanged', () => {
     assert.equal(res.headers['cache-control'], 'public, max-age=600')
   })
 
-  test('the backend path is the route\'s, with the raw query, however the request spelled its path', async () => {
+  test("the backend path is the route's, with the raw query, however the request spelled its path", async () => {
     const seen: string[] = []
     h.backend.handler = (req, res) => {
       seen.push(req.url ?? '')
