@@ -236,20 +236,40 @@ function requestName(name: string): RequestName {
 interface KnownName {
   name: string
   lower: string
-  // The value this name came with last, decoded: a backend sends most values (its content type,
-  // `Vary`, `Date` within a second, an answer's length) again and again, and comparing the bytes
-  // with the last value costs a fraction of decoding them (a call into C++ per value).
+  /** The name's bytes (a copy: undici's are views of its read buffer). */
+  bytes: Buffer
+  hopByHop: boolean
+  // The value this name came with last, decoded, and its bytes: a backend sends most values (its
+  // content type, `Vary`, `Date` within a second, an answer's length) again and again, and
+  // comparing the bytes with the last value's costs a fraction of decoding them (a call into C++
+  // per value). Bytes against bytes: against the string's characters it cost twice as much.
   last: string
+  lastBytes: Buffer
 }
 const KNOWN_NAMES_LIMIT = 256
 const LAST_VALUE_LIMIT = 64
+const NO_BYTES = Buffer.alloc(0)
 const knownNames: (KnownName[] | undefined)[] = []
 let knownNameCount = 0
 
-/** Whether `raw` holds the latin1 spelling of `text` (of the same length). */
-function sameBytes(raw: Buffer, text: string): boolean {
-  for (let i = 0; i < raw.length; i++) if (raw[i] !== text.charCodeAt(i)) return false
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
+}
+
+function headerName(raw: Buffer): KnownName {
+  const sameLength = knownNames[raw.length]
+  if (sameLength !== undefined) for (const known of sameLength) if (sameBytes(raw, known.bytes)) return known
+  const name = raw.toString('latin1')
+  const lower = name.toLowerCase()
+  const known = { name, lower, bytes: Buffer.from(raw), hopByHop: HOP_BY_HOP.has(lower), last: '', lastBytes: NO_BYTES }
+  if (knownNameCount < KNOWN_NAMES_LIMIT) {
+    knownNameCount++
+    if (sameLength === undefined) knownNames[raw.length] = [known]
+    else sameLength.push(known)
+  }
+  return known
 }
 
 /**
@@ -257,26 +277,15 @@ function sameBytes(raw: Buffer, text: string): boolean {
  * decoding otherwise (kept as the name's last).
  */
 function headerValue(known: KnownName, raw: Buffer): string {
-  const last = known.last
-  if (last.length === raw.length && sameBytes(raw, last)) return last
+  if (sameBytes(raw, known.lastBytes)) return known.last
   const value = raw.toString('latin1')
   // Long values (a redirect's `Location`, a cookie) are seldom sent twice, and comparing them
   // with one that differs near its end would cost most of a decoding: only short ones are kept.
-  if (value.length <= LAST_VALUE_LIMIT) known.last = value
-  return value
-}
-
-function headerName(raw: Buffer): KnownName {
-  const sameLength = knownNames[raw.length]
-  if (sameLength !== undefined) for (const known of sameLength) if (sameBytes(raw, known.name)) return known
-  const name = raw.toString('latin1')
-  const known = { name, lower: name.toLowerCase(), last: '' }
-  if (knownNameCount < KNOWN_NAMES_LIMIT) {
-    knownNameCount++
-    if (sameLength === undefined) knownNames[raw.length] = [known]
-    else sameLength.push(known)
+  if (value.length <= LAST_VALUE_LIMIT) {
+    known.last = value
+    known.lastBytes = Buffer.from(raw)
   }
-  return known
+  return value
 }
 
 /**
@@ -294,7 +303,7 @@ export function inboundResponseHeaders(raw: Buffer[]): string[] {
       const value = headerValue(known, raw[i + 1]!)
       connection = connection === undefined ? value : `${connection},${value}`
     }
-    if (HOP_BY_HOP.has(lower)) continue
+    if (known.hopByHop) continue
     out.push(known.name, headerValue(known, raw[i + 1]!))
   }
   // Names the Connection header lists are hop-by-hop for this answer too; `keep-alive`, what nearly
