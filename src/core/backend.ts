@@ -14,6 +14,23 @@ export const requestThrough = requireModule('undici/lib/api/api-request.js') as 
   options: Dispatcher.RequestOptions,
 ) => Promise<Dispatcher.ResponseData>
 
+// undici checks every header name a request is given, on every request: a name in its table of
+// well-known names is taken at once; any other is lower-cased, looked up again and matched against
+// the token pattern (some 600 instructions a name). The names authgate sends on each backend
+// request are its own lower-case tokens, not in that table; added to it as what the table holds for
+// a lower-case name (the name itself), undici takes them at once and sends them as before. A name
+// that is not a lower-case token is not added, so undici still judges (and refuses) it as before;
+// where undici has no such table, nothing is added.
+const undiciNames = (requireModule('undici/lib/core/constants.js') as { headerNameLowerCasedRecord?: unknown })
+  .headerNameLowerCasedRecord as Record<string, string | undefined> | undefined
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/
+
+/** Adds lower-case header names authgate sends on every backend request to undici's well-known ones. */
+export function knownToUndici(names: readonly string[]): void {
+  if (typeof undiciNames !== 'object' || undiciNames === null || undiciNames['content-type'] !== 'content-type') return
+  for (const name of names) if (TOKEN.test(name) && undiciNames[name] === undefined) undiciNames[name] = name
+}
+
 /** How authgate reaches Supabase Auth: one set of options for every part that talks to it. */
 export interface BackendOptions {
   /**
@@ -127,6 +144,15 @@ export class SupabaseAuthClient {
     const ipHeader = options.clientIpHeader?.toLowerCase()
     this.#ipHeader = ipHeader !== undefined && ipHeader !== 'x-forwarded-for' ? ipHeader : undefined
     this.#idHeader = options.requestIdHeader?.toLowerCase()
+    // The identity headers and the forwarded view, on every forwarded request.
+    knownToUndici([
+      'x-forwarded-for',
+      'x-forwarded-host',
+      'x-forwarded-proto',
+      'apikey',
+      ...(this.#ipHeader !== undefined ? [this.#ipHeader] : []),
+      ...(this.#idHeader !== undefined ? [this.#idHeader] : []),
+    ])
     this.replacedHeaders = [
       ...(this.#idHeader !== undefined ? [this.#idHeader] : []),
       ...(options.apiKey !== undefined ? ['apikey'] : []),

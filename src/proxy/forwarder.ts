@@ -174,6 +174,14 @@ export class Forwarder {
     const url = request.raw.url ?? ''
     const q = url.indexOf('?')
     if (target.query !== undefined) return this.#backend.basePath + target.path + target.query
+    // A backend at its origin's root, and a target spelled as the request's path ends (a route
+    // mounted at its backend path, `/auth/token` → `/token`): the same text is the end of the
+    // request's target, cut from it. Joined, it would be a string of two parts that undici's checks
+    // of the path flatten through a call into the runtime on every request.
+    if (this.#backend.basePath === '') {
+      const from = (q === -1 ? url.length : q) - target.path.length
+      if (from >= 0 && url.startsWith(target.path, from)) return from === 0 ? url : url.slice(from)
+    }
     return this.#backend.basePath + target.path + (q === -1 ? '' : url.slice(q))
   }
 

@@ -176,8 +176,10 @@ export function outboundRequestHeaders(
   let n = 0
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!
-    const { lower, dropped } = clientName(name)
-    if (dropped || named?.has(lower)) continue
+    const seen = requestName(name)
+    if (seen.dropped) continue
+    const lower = seen.lower
+    if (named?.has(lower)) continue
     if (replaced !== undefined && replaced.includes(lower)) continue
     if (lower === 'cookie' && id.ownCookies !== undefined && id.ownCookies.length > 0) {
       let rest: string | undefined = rawHeaders[i + 1]!
@@ -208,25 +210,23 @@ export function outboundRequestHeaders(
 
 // The request header names met so far, each lower-cased and judged once: clients spell the same
 // few names (`Host`, `User-Agent`, `Accept`) on every request, and lower-casing one with capitals
-// makes a new string each time; whether the name is always dropped (hop-by-hop, stripped, or a
-// stripped one's other spelling) depends on the name alone, where it cost two set lookups and two
-// string searches per header and request. Bounded, so a client inventing names costs a lower-casing
-// and a judgement per name, as before.
-interface ClientName {
+// makes a new string each time. Whether a name is dropped whatever the request (hop-by-hop, one
+// authgate replaces, a stripped one's other spelling) is kept with it: one lookup a header rather
+// than four. Bounded, so a client inventing names costs a judgement per name, as before.
+interface RequestName {
   lower: string
-  /** Never sent on, whatever the request (HOP_BY_HOP, STRIPPED_REQUEST, `strippedSpelling`). */
   dropped: boolean
 }
-const CLIENT_NAMES_LIMIT = 256
-const clientNames = new Map<string, ClientName>()
+const REQUEST_NAMES_LIMIT = 256
+const requestNames = new Map<string, RequestName>()
 
-function clientName(name: string): ClientName {
-  let known = clientNames.get(name)
-  if (known !== undefined) return known
+function requestName(name: string): RequestName {
+  let seen = requestNames.get(name)
+  if (seen !== undefined) return seen
   const lower = name.toLowerCase()
-  known = { lower, dropped: HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || strippedSpelling(lower) }
-  if (clientNames.size < CLIENT_NAMES_LIMIT) clientNames.set(name, known)
-  return known
+  seen = { lower, dropped: HOP_BY_HOP.has(lower) || STRIPPED_REQUEST.has(lower) || strippedSpelling(lower) }
+  if (requestNames.size < REQUEST_NAMES_LIMIT) requestNames.set(name, seen)
+  return seen
 }
 
 // The response header names met so far, each decoded and lower-cased once: a backend sends the same
@@ -236,30 +236,56 @@ function clientName(name: string): ClientName {
 interface KnownName {
   name: string
   lower: string
-  /** Hop-by-hop (HOP_BY_HOP): never relayed. */
-  hop: boolean
+  /** The name's bytes (a copy: undici's are views of its read buffer). */
+  bytes: Buffer
+  hopByHop: boolean
+  // The value this name came with last, decoded, and its bytes: a backend sends most values (its
+  // content type, `Vary`, `Date` within a second, an answer's length) again and again, and
+  // comparing the bytes with the last value's costs a fraction of decoding them (a call into C++
+  // per value). Bytes against bytes: against the string's characters it cost twice as much.
+  last: string
+  lastBytes: Buffer
 }
 const KNOWN_NAMES_LIMIT = 256
+const LAST_VALUE_LIMIT = 64
+const NO_BYTES = Buffer.alloc(0)
 const knownNames: (KnownName[] | undefined)[] = []
 let knownNameCount = 0
 
-function sameBytes(raw: Buffer, name: string): boolean {
-  for (let i = 0; i < raw.length; i++) if (raw[i] !== name.charCodeAt(i)) return false
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
 }
 
 function headerName(raw: Buffer): KnownName {
   const sameLength = knownNames[raw.length]
-  if (sameLength !== undefined) for (const known of sameLength) if (sameBytes(raw, known.name)) return known
+  if (sameLength !== undefined) for (const known of sameLength) if (sameBytes(raw, known.bytes)) return known
   const name = raw.toString('latin1')
   const lower = name.toLowerCase()
-  const known = { name, lower, hop: HOP_BY_HOP.has(lower) }
+  const known = { name, lower, bytes: Buffer.from(raw), hopByHop: HOP_BY_HOP.has(lower), last: '', lastBytes: NO_BYTES }
   if (knownNameCount < KNOWN_NAMES_LIMIT) {
     knownNameCount++
     if (sameLength === undefined) knownNames[raw.length] = [known]
     else sameLength.push(known)
   }
   return known
+}
+
+/**
+ * A header's value, decoded as latin1: the name's last value when the bytes are the same, a new
+ * decoding otherwise (kept as the name's last).
+ */
+function headerValue(known: KnownName, raw: Buffer): string {
+  if (sameBytes(raw, known.lastBytes)) return known.last
+  const value = raw.toString('latin1')
+  // Long values (a redirect's `Location`, a cookie) are seldom sent twice, and comparing them
+  // with one that differs near its end would cost most of a decoding: only short ones are kept.
+  if (value.length <= LAST_VALUE_LIMIT) {
+    known.last = value
+    known.lastBytes = Buffer.from(raw)
+  }
+  return value
 }
 
 /**
@@ -271,13 +297,14 @@ export function inboundResponseHeaders(raw: Buffer[]): string[] {
   const out: string[] = []
   let connection: string | undefined
   for (let i = 0; i < raw.length; i += 2) {
-    const { name, lower, hop } = headerName(raw[i]!)
+    const known = headerName(raw[i]!)
+    const lower = known.lower
     if (lower === 'connection') {
-      const value = raw[i + 1]!.toString('latin1')
+      const value = headerValue(known, raw[i + 1]!)
       connection = connection === undefined ? value : `${connection},${value}`
     }
-    if (hop) continue
-    out.push(name, raw[i + 1]!.toString('latin1'))
+    if (known.hopByHop) continue
+    out.push(known.name, headerValue(known, raw[i + 1]!))
   }
   // Names the Connection header lists are hop-by-hop for this answer too; `keep-alive`, what nearly
   // every answer says, names none that is not dropped already.

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { AuthgateConfigError } from '../../src/config.ts'
-import { normaliseBackendUrl, Pool, requestThrough, SupabaseAuthClient } from '../../src/core/backend.ts'
+import { knownToUndici, normaliseBackendUrl, Pool, requestThrough, SupabaseAuthClient } from '../../src/core/backend.ts'
 import { defineRoute } from '../../src/routes-dsl/index.ts'
 import { startFakeBackend, type FakeBackend } from '../support/fake-backend.ts'
 import { ISSUER, makeKey, sign, type SigningKey } from '../protect/support.ts'
@@ -160,5 +160,31 @@ describe('what the service loads', () => {
       encoding: 'utf8',
     })
     assert.deepEqual(JSON.parse(out.trim().split('\n').at(-1)!), { bundled: false, index: false })
+  })
+})
+
+describe("authgate's header names among undici's well-known ones", () => {
+  it('are sent as they are, and a name that is no lower-case token is still judged by undici', async () => {
+    const seen: string[][] = []
+    const backend = await startFakeBackend((req, res) => {
+      seen.push(req.rawHeaders)
+      res.end('{}')
+    })
+    knownToUndici(['x-authgate-test-id', 'x-authgate-test bad', 'X-Authgate-Test-Upper'])
+    const pool = new Pool(backend.url)
+    try {
+      const send = (headers: string[]) =>
+        requestThrough.call(pool, { method: 'GET', path: '/', headers }).then(async (r) => {
+          await r.body.dump()
+          return r.statusCode
+        })
+      assert.equal(await send(['x-authgate-test-id', 'a', 'X-Authgate-Test-Upper', 'b']), 200)
+      assert.deepEqual(seen.at(-1)!.slice(-4), ['x-authgate-test-id', 'a', 'X-Authgate-Test-Upper', 'b'])
+      await assert.rejects(send(['x-authgate-test bad', 'c']), /invalid header key/)
+      await assert.rejects(send(['x-authgate-test-id', 'bad\r\nvalue']), /invalid x-authgate-test-id header/)
+    } finally {
+      await pool.close()
+      await backend.close()
+    }
   })
 })

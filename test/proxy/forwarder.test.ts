@@ -52,6 +52,32 @@ describe('backend answers pass through unchanged', () => {
     assert.equal(res.headers['cache-control'], 'public, max-age=600')
   })
 
+  test("the backend path is the route's, with the raw query, however the request spelled its path", async () => {
+    const seen: string[] = []
+    h.backend.handler = (req, res) => {
+      seen.push(req.url ?? '')
+      res.end('{}')
+    }
+    for (const url of [
+      '/auth/settings',
+      '/auth/settings?',
+      '/auth/settings?a=%41&b',
+      '/auth/s%65ttings?x=1',
+      '/auth/%73ettings',
+      '/auth/.well-known/jwks.json?k=v',
+    ])
+      await h.app.inject({ method: 'GET', url })
+    // (An empty query's `?` is dropped by the injection, before authgate.)
+    assert.deepEqual(seen, [
+      '/settings',
+      '/settings',
+      '/settings?a=%41&b',
+      '/settings?x=1',
+      '/settings',
+      '/.well-known/jwks.json?k=v',
+    ])
+  })
+
   test('a 204 without a body comes back as 204', async () => {
     h.backend.handler = (_req, res) => {
       res.writeHead(204)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { outboundRequestHeaders } from '../../src/proxy/headers.ts'
+import { inboundResponseHeaders, outboundRequestHeaders } from '../../src/proxy/headers.ts'
 
 test('the session cookie is not sent on; other cookies and headers are', () => {
   const raw = [
@@ -70,4 +70,30 @@ test('the names always dropped stay dropped on every request that sends them, in
       'x-forwarded-for',
       '192.0.2.1',
     ])
+})
+
+test('a backend header is relayed with its own value, whether the same name came with the same value before or not', () => {
+  const raw = (...pairs: string[]) => pairs.map((p) => Buffer.from(p, 'latin1'))
+  const long = `https://example.com/callback?state=${'s'.repeat(80)}`
+  const answers = [
+    ['Date', 'Sun, 29 Nov 2026 14:00:00 GMT', 'Content-Type', 'application/json', 'Connection', 'keep-alive'],
+    // The same length with a byte changed at the end, at the start; a shorter and a longer value.
+    ['Date', 'Sun, 29 Nov 2026 14:00:01 GMT', 'Content-Type', 'application/json', 'Connection', 'keep-alive'],
+    ['Date', 'Mon, 29 Nov 2026 14:00:01 GMT', 'Content-Type', 'application/jsoN', 'Connection', 'keep-alive'],
+    ['Date', 'x', 'Content-Type', 'application/json; charset=utf-8', 'Connection', 'close'],
+    ['Date', '', 'Content-Type', 'text/html; charset=\xe9', 'Location', long, 'Connection', 'keep-alive'],
+    ['Date', 'Sun, 29 Nov 2026 14:00:00 GMT', 'Location', long, 'Location', `${long}!`, 'Connection', 'keep-alive'],
+  ]
+  for (let round = 0; round < 2; round++)
+    for (const pairs of answers) {
+      const expected = pairs.filter((_, i) => pairs[i - (i % 2)] !== 'Connection')
+      assert.deepEqual(inboundResponseHeaders(raw(...pairs)), expected, pairs.join(' '))
+    }
+})
+
+test('a request header authgate drops is dropped in every spelling, however often it comes', () => {
+  const identity = { identity: ['x-forwarded-for', '192.0.2.1'] }
+  const raw = ['X-Real-IP', '1', 'x_real_ip', '2', 'Transfer-Encoding', 'chunked', 'X-Kept', 'k', 'Host', 'h']
+  for (let round = 0; round < 3; round++)
+    assert.deepEqual(outboundRequestHeaders(raw, {}, identity), ['X-Kept', 'k', 'x-forwarded-for', '192.0.2.1'])
 })
