@@ -69,7 +69,7 @@ createServer((req: IncomingMessage, res: ServerResponse) => {
 const DENIED = Buffer.from('{"code":429,"error_code":"over_request_rate_limit","msg":"Request rate limit reached"}')
 // authgate's answer to a client over the default limit (30/5m), its request id one of the right
 // length: the same header list and body string its early refusal hands to Node.js.
-const AUTHGATE_HEADERS = [
+const ANSWER_HEADERS = [
   'x-request-id',
   '00000000-0000-4000-8000-000000000000',
   'vary',
@@ -87,11 +87,11 @@ const AUTHGATE_HEADERS = [
   'content-length',
   String(DENIED.length),
 ]
-const AUTHGATE_BODY = DENIED.toString('latin1')
+const ANSWER_BODY = DENIED.toString('latin1')
 createServer((req, res) => {
   // Drains the body so the connection stays usable, as any server must.
   req.resume()
-  if (authgateAnswer) res.writeHead(429, AUTHGATE_HEADERS).end(AUTHGATE_BODY, 'latin1')
+  if (authgateAnswer) res.writeHead(429, ANSWER_HEADERS).end(ANSWER_BODY, 'latin1')
   else
     res
       .writeHead(429, { 'content-type': 'application/json', 'content-length': DENIED.length, 'retry-after': '10' })
