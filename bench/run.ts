@@ -257,6 +257,8 @@ interface Peer {
   direct?: boolean
   /** Left out of the memory table (the floor runs from TypeScript sources, whose stripping costs memory). */
   noMemory?: boolean
+  /** Measured on the 429 case only (the answer floor: elsewhere it is the runtime floor again). */
+  limitedOnly?: boolean
   /** Serves the application routes of bench/peers/authgate-protected.ts (cases f, g). */
   protect?: boolean
   /** Relays Storage's objects (the Storage cases). */
@@ -345,6 +347,7 @@ for (const floor of FLOORS.filter((f) => (f.want === 'answer' ? PEER_FILTER?.inc
     group: 'limit',
     noMemory: true,
     metered: true,
+    ...(floor.want === 'answer' ? { limitedOnly: true } : {}),
     ...(runtime ? { storage: true, socketPort: PORTS.nodeFloorSocket, socketPath: '/socket/websocket' } : {}),
   })
 }
@@ -533,6 +536,7 @@ const CASES: Case[] = benchCases({ uploadFile: UPLOAD, benchToken: BENCH_TOKEN }
 
 function portFor(peer: Peer, c: Case): number | undefined {
   if (c.socket) return peer.socketPort
+  if (peer.limitedOnly && !c.limited) return undefined
   if (c.storageOnly && !peer.storage) return undefined
   if (Boolean(c.protectOnly) !== Boolean(peer.protect)) return undefined
   if (c.authgateOnly && !peer.name.startsWith('authgate')) return undefined
