@@ -20,14 +20,15 @@ export const requestThrough = requireModule('undici/lib/api/api-request.js') as 
 // request are its own lower-case tokens, not in that table; added to it as what the table holds for
 // a lower-case name (the name itself), undici takes them at once and sends them as before. A name
 // that is not a lower-case token is not added, so undici still judges (and refuses) it as before;
-// where undici has no such table, nothing is added.
+// where undici has no such table, or one that cannot be added to, nothing is added.
 const undiciNames = (requireModule('undici/lib/core/constants.js') as { headerNameLowerCasedRecord?: unknown })
   .headerNameLowerCasedRecord as Record<string, string | undefined> | undefined
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/
 
 /** Adds lower-case header names authgate sends on every backend request to undici's well-known ones. */
 export function knownToUndici(names: readonly string[]): void {
-  if (typeof undiciNames !== 'object' || undiciNames === null || undiciNames['content-type'] !== 'content-type') return
+  if (typeof undiciNames !== 'object' || undiciNames === null || !Object.isExtensible(undiciNames)) return
+  if (undiciNames['content-type'] !== 'content-type') return
   for (const name of names) if (TOKEN.test(name) && undiciNames[name] === undefined) undiciNames[name] = name
 }
 
