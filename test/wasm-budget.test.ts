@@ -17,31 +17,32 @@ const HOST_MODULE = `new Uint8Array([
   0x20, 0x01, 0x0b,
 ])`
 
-/** The tiers V8 compiled the host's function with, after authgate's modules named were loaded. */
-async function hostTiers(imports: string[]): Promise<string[]> {
+/**
+ * The tier V8 runs the host's function in (V8's own answer, asked through its natives syntax), after
+ * authgate's modules named were loaded and the function ran as long as V8's own budget allows.
+ */
+async function hostTier(imports: string[]): Promise<string> {
   const script = `
     ${imports.map((m) => `await import(${JSON.stringify(m)})`).join('\n')}
-    console.log('HOST')
     const { f } = new WebAssembly.Instance(new WebAssembly.Module(${HOST_MODULE})).exports
     for (let i = 0; i < 10; i++) f(1_000_000)
+    // The optimizing compile runs on a V8 thread: given time, and the function called again.
     await new Promise((r) => setTimeout(r, 300))
-    f(1_000_000)
+    f(1)
+    console.log(%IsTurboFanFunction(f) ? 'TurboFan' : %IsLiftoffFunction(f) ? 'Liftoff' : 'other')
   `
   const { stdout } = await run(
     process.execPath,
-    ['--conditions=authgate-source', '--trace-wasm-compilation-times', '--input-type=module', '-e', script],
+    ['--conditions=authgate-source', '--allow-natives-syntax', '--input-type=module', '-e', script],
     { cwd: new URL('..', import.meta.url) },
   )
-  const after = stdout.slice(stdout.indexOf('HOST'))
-  return [...after.matchAll(/Compiled function 0x[0-9a-f]+#\d+ using (\w+)/g)].map((m) => m[1]!)
+  return stdout.trim()
 }
 
 it('an application that loads authgate’s modules keeps V8’s WebAssembly tiering as it set it', async () => {
   // The stand-in swap compiles a module of its own when loaded; the host's budget stays V8's.
-  const embedded = await hostTiers(['./src/sessions/masked-search.ts', './src/services/plugin.ts'])
-  assert.ok(embedded.includes('TurboFan'), `the host's function was not optimised: ${embedded.join(', ')}`)
+  assert.equal(await hostTier(['./src/sessions/masked-search.ts', './src/services/plugin.ts']), 'TurboFan')
   // Only the service's entry raises the budget (src/wasm-tiering.ts): there, the same function stays
   // on its baseline code, which shows this test can tell the two apart.
-  const service = await hostTiers(['./src/wasm-tiering.ts', './src/sessions/masked-search.ts'])
-  assert.ok(service.includes('Liftoff') && !service.includes('TurboFan'), service.join(', '))
+  assert.equal(await hostTier(['./src/wasm-tiering.ts', './src/sessions/masked-search.ts']), 'Liftoff')
 })
