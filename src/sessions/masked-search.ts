@@ -73,15 +73,41 @@ function uleb(n: number): number[] {
   return out
 }
 
-/** `find`'s body: its locals, then one instruction a line (WebAssembly's binary opcodes, named). */
-const body: number[] = [
-  [2, 2, V128, 3, I32], // locals: mask, bytes (v128); i, hits, skip (i32)
-  local.get(OFF),
+/** The payload's mask, from the 4 bytes before `payload`, in each lane of a vector: into `mask`. */
+const loadMask = (payload: number[], mask: number) => [
+  ...payload,
   i32(4),
   [0x6b], // i32.sub
   [0x28, 0, 0], // i32.load align=1 offset=0
   simd(0x11), // i32x4.splat
-  local.set(MASK),
+  local.set(mask),
+]
+
+/**
+ * The 16 bytes at `base + i` unmasked (`bytes` keeps them) and compared with `_` and `\`: one bit
+ * a byte, set for a hit (i8x16.bitmask), left on the stack. Both functions' inner step.
+ */
+const blockHits = (base: number, i: number, mask: number, bytes: number) => [
+  local.get(base),
+  local.get(i),
+  [0x6a], // i32.add
+  [...simd(0x00), 0, 0], // v128.load align=1 offset=0
+  local.get(mask),
+  simd(0x51), // v128.xor
+  local.tee(bytes),
+  splat16(0x5f), // v128.const
+  simd(0x23), // i8x16.eq
+  local.get(bytes),
+  splat16(0x5c), // v128.const
+  simd(0x23), // i8x16.eq
+  simd(0x50), // v128.or
+  simd(0x64), // i8x16.bitmask
+]
+
+/** `find`'s body: its locals, then one instruction a line (WebAssembly's binary opcodes, named). */
+const body: number[] = [
+  [2, 2, V128, 3, I32], // locals: mask, bytes (v128); i, hits, skip (i32)
+  loadMask(local.get(OFF), MASK),
   local.get(FROM),
   i32(-16),
   [0x71], // i32.and
@@ -96,20 +122,7 @@ const body: number[] = [
   local.get(LEN),
   [0x4f], // i32.ge_u
   [0x0d, 1], // br_if (out of the block)
-  local.get(OFF),
-  local.get(I),
-  [0x6a], // i32.add
-  [...simd(0x00), 0, 0], // v128.load align=1 offset=0
-  local.get(MASK),
-  simd(0x51), // v128.xor
-  local.tee(BYTES),
-  splat16(0x5f), // v128.const
-  simd(0x23), // i8x16.eq
-  local.get(BYTES),
-  splat16(0x5c), // v128.const
-  simd(0x23), // i8x16.eq
-  simd(0x50), // v128.or
-  simd(0x64), // i8x16.bitmask
+  blockHits(OFF, I, MASK, BYTES),
   i32(-1),
   local.get(SKIP),
   [0x74], // i32.shl
@@ -139,7 +152,7 @@ const body: number[] = [
   [0x0b], // end (block)
   local.get(LEN),
   [0x0b], // end (function)
-].flat()
+].flat(2)
 
 /**
  * `walk(pos, end)`'s body: from the frame at `pos`, the frames whole before `end` that the swap
@@ -236,12 +249,7 @@ const walkBody: number[] = [
   [0x76], // i32.shr_u
   [0x71], // i32.and
   [0x04, 0x40], // if (a masked text frame)
-  local.get(W_PAYLOAD),
-  i32(4),
-  [0x6b], // i32.sub
-  [0x28, 0, 0], // i32.load align=1 offset=0
-  simd(0x11), // i32x4.splat
-  local.set(W_MASK),
+  loadMask(local.get(W_PAYLOAD), W_MASK),
   i32(0),
   local.set(W_I),
   [0x02, 0x40], // block (clean)
@@ -250,20 +258,7 @@ const walkBody: number[] = [
   local.get(W_LEN),
   [0x4f], // i32.ge_u
   [0x0d, 1], // br_if clean
-  local.get(W_PAYLOAD),
-  local.get(W_I),
-  [0x6a], // i32.add
-  [...simd(0x00), 0, 0], // v128.load align=1 offset=0
-  local.get(W_MASK),
-  simd(0x51), // v128.xor
-  local.tee(W_BYTES),
-  splat16(0x5f), // v128.const
-  simd(0x23), // i8x16.eq
-  local.get(W_BYTES),
-  splat16(0x5c), // v128.const
-  simd(0x23), // i8x16.eq
-  simd(0x50), // v128.or
-  simd(0x64), // i8x16.bitmask
+  blockHits(W_PAYLOAD, W_I, W_MASK, W_BYTES),
   local.tee(W_HITS),
   [0x04, 0x40], // if (hits)
   local.get(W_I),
@@ -291,7 +286,7 @@ const walkBody: number[] = [
   [0x0b], // end (block)
   local.get(WALK_POS),
   [0x0b], // end (function)
-].flat()
+].flat(2)
 
 function moduleBytes(): Uint8Array<ArrayBuffer> {
   return Uint8Array.from([
@@ -325,6 +320,14 @@ let copied: Uint8Array | undefined
 let copiedFrom = 0
 let copiedTo = 0
 
+/** Copies `data` from `from` (as much as the memory holds) to the module's address 0. */
+function copyFrom(data: Uint8Array, from: number): void {
+  copiedFrom = from
+  copiedTo = Math.min(data.length, from + SPAN)
+  memory.set(data.subarray(copiedFrom, copiedTo))
+  copied = data
+}
+
 /**
  * Forgets the copy: the next search copies its bytes again. The swap calls it for each chunk it
  * reads, so a copy never outlives the chunk it was made for (a buffer's bytes are only trusted to
@@ -343,12 +346,7 @@ export function nextCandidate(data: Uint8Array, at: number, length: number, from
   if (find === undefined || length + 4 > SPAN) return nextCandidateBytes(data, at, length, from)
   if (from >= length) return length
   const start = at - 4
-  if (data !== copied || start < copiedFrom || at + length > copiedTo) {
-    copiedFrom = start
-    copiedTo = Math.min(data.length, start + SPAN)
-    memory.set(data.subarray(copiedFrom, copiedTo))
-    copied = data
-  }
+  if (data !== copied || start < copiedFrom || at + length > copiedTo) copyFrom(data, start)
   return find(at - copiedFrom, length, from)
 }
 
@@ -368,11 +366,6 @@ export function nextCandidateBytes(data: Uint8Array, at: number, length: number,
  */
 export function skipFrames(data: Uint8Array, at: number, end: number): number {
   if (walk === undefined) return at
-  if (data !== copied || at < copiedFrom || at >= copiedTo) {
-    copiedFrom = at
-    copiedTo = Math.min(data.length, at + SPAN)
-    memory.set(data.subarray(copiedFrom, copiedTo))
-    copied = data
-  }
+  if (data !== copied || at < copiedFrom || at >= copiedTo) copyFrom(data, at)
   return copiedFrom + walk(at - copiedFrom, Math.min(end, copiedTo) - copiedFrom)
 }
