@@ -23,7 +23,8 @@ export function gcra(storedTat: number | undefined, now: number, intervalMs: num
   return { tat: tat + intervalMs, decision: { allowed: true, remaining, retryAfterMs: 0, resetMs: ahead + intervalMs } }
 }
 
-const TOLERANCE_MS = 0.001
+/** How early (ms) a request may come against its theoretical arrival time and still be allowed. */
+export const TOLERANCE_MS = 0.001
 
 /**
  * `gcra`'s refusal alone: the decision when the request is refused, undefined when it would be
