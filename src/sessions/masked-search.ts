@@ -324,7 +324,8 @@ let copiedTo = 0
 function copyFrom(data: Uint8Array, from: number): void {
   copiedFrom = from
   copiedTo = Math.min(data.length, from + SPAN)
-  memory.set(data.subarray(copiedFrom, copiedTo))
+  // A chunk copied whole from its start, the usual case, is set as it is: no view made of it.
+  memory.set(from === 0 && copiedTo === data.length ? data : data.subarray(copiedFrom, copiedTo))
   copied = data
 }
 
