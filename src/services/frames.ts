@@ -22,6 +22,31 @@ export class FrameCursor {
    * to the first frame boundary (0 when the stream is between frames already).
    */
   read(chunk: Uint8Array, stop = false): number {
+    if (stop || this.#head.length > 0) return this.#readByFrame(chunk, stop)
+    // Every chunk but the rare one that begins inside a head: the current payload's rest skipped,
+    // then frame after frame by its head alone, with the chunk's own bytes read in this loop.
+    const end = chunk.length
+    let at = this.#payloadLeft
+    while (at < end) {
+      if (end - at < 2) break
+      const b1 = chunk[at + 1]!
+      const short = b1 & 0x7f
+      const size = 2 + (short < 126 ? 0 : short === 126 ? 2 : 8) + ((b1 & 0x80) !== 0 ? 4 : 0)
+      if (end - at < size) break
+      at += size + (short < 126 ? short : payloadLength(chunk, at))
+    }
+    if (at >= end) {
+      this.#payloadLeft = at - end
+      return end
+    }
+    // A head cut by the chunk's end: its bytes kept until the next chunk completes it.
+    this.#payloadLeft = 0
+    while (at < end) this.#head.push(chunk[at++]!)
+    return end
+  }
+
+  /** Frame by frame, as `read`, stopping at the first boundary with `stop`; a head split across chunks gathered byte by byte. */
+  #readByFrame(chunk: Uint8Array, stop: boolean): number {
     let at = 0
     const end = chunk.length
     while (at < end) {

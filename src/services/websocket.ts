@@ -45,6 +45,9 @@ export class SocketStats {
   }
 }
 
+/** The monotonic clock the idle timeouts read, bound once: a call per chunk relayed. */
+const now = performance.now.bind(performance)
+
 /** How long a stopping authgate waits for a socket's frame in transit to end before cutting it. */
 const STOP_GRACE_MS = 1000
 
@@ -225,6 +228,8 @@ export function relayWebSockets(
         }
         let received = upHead.length
         let sent = head.length
+        /** When the last chunk came from either side (the idle timeout's start). */
+        let moved = now()
         // With the swap, the client's frames are read in the data handler and written to Realtime
         // from there: no stream between the two sockets, and no tick of its own per chunk.
         const frames =
@@ -253,18 +258,23 @@ export function relayWebSockets(
         if (frames) {
           socket.on('data', (c: Buffer) => {
             sent += c.length
+            moved = now()
             fromClient(c)
           })
           upSocket.on('drain', () => {
             if (!frames.swapping) socket.resume()
           })
         } else {
-          socket.on('data', (c: Buffer) => (sent += c.length))
+          socket.on('data', (c: Buffer) => {
+            sent += c.length
+            moved = now()
+          })
           socket.pipe(upSocket)
         }
         let stopping: (() => void) | undefined
         upSocket.on('data', (c: Buffer) => {
           received += c.length
+          moved = now()
           if (stopping === undefined) {
             cursor.read(c)
             if (!socket.write(c)) upSocket.pause()
@@ -275,9 +285,24 @@ export function relayWebSockets(
           if (cursor.atBoundary) stopping()
         })
         socket.on('drain', () => upSocket.resume())
-        // Idle, not total: a socket with traffic (the heartbeat at least) lives as long as it is used.
-        upSocket.setTimeout(upstream.timeoutMs, () => upSocket.destroy())
-        ;(socket as Socket).setTimeout(upstream.timeoutMs, () => socket.destroy())
+        // Idle, not total: a socket with traffic (the heartbeat at least) lives as long as it is used,
+        // both closed once nothing has come either way for the row's idle time. One timer reads the
+        // time of the last chunk when it falls due and is set again for the rest, instead of each
+        // socket's own timeout, which Node.js moves in its timer list at every read and write (four
+        // times per chunk relayed). The sockets' own timeouts, the handshake's and the server's, are off.
+        upSocket.setTimeout(0)
+        ;(socket as Socket).setTimeout(0)
+        const idleMs = upstream.timeoutMs
+        const idle = () => {
+          const quiet = now() - moved
+          if (quiet < idleMs) {
+            idleTimer = setTimeout(idle, idleMs - quiet).unref()
+            return
+          }
+          upSocket.destroy()
+          socket.destroy()
+        }
+        let idleTimer = setTimeout(idle, idleMs).unref()
         upSocket.on('error', () => upSocket.destroy())
         stats.opening(upstream.label)
         let closed = false
@@ -309,6 +334,7 @@ export function relayWebSockets(
           if (closed) return
           closed = true
           open.delete(stop)
+          clearTimeout(idleTimer)
           // Going away: the close frame written with end() is left to reach the client.
           if (stopping === undefined) socket.destroy()
           upSocket.destroy()

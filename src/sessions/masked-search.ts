@@ -34,14 +34,14 @@ import { compiledSoon } from '../wasm-budget.ts'
  * went from 471 to 289 instructions with it (docs/decisions.md, D223).
  *
  * A block starts at a payload offset that is a multiple of 4, so one vector of the mask unmasks all
- * of its bytes. The 16-byte load may read up to 15 bytes past the payload: the memory has room
- * for them, and what they hold is cut off by the `min`.
+ * of its bytes. The 16-byte loads may read up to 15 bytes past the payload (`walk`'s pairs of
+ * blocks: 31): the memory has room for them, and what they hold is cut off by the `min`.
  */
 
 /** Bytes the module's memory holds: the largest span copied (a frame read whole is at most 64 KiB and 14 bytes of head). */
 const SPAN = 128 * 1024
-/** Room past a span for the last block's 16-byte load. */
-const SLACK = 16
+/** Room past a span for the last pair of blocks' 16-byte loads. */
+const SLACK = 32
 const PAGES = Math.ceil((SPAN + SLACK) / 65_536)
 
 const I32 = 0x7f
@@ -87,11 +87,11 @@ const loadMask = (payload: number[], mask: number) => [
  * The 16 bytes at `base + i` unmasked (`bytes` keeps them) and compared with `_` and `\`: one bit
  * a byte, set for a hit (i8x16.bitmask), left on the stack. Both functions' inner step.
  */
-const blockHits = (base: number, i: number, mask: number, bytes: number) => [
+const blockHits = (base: number, i: number, mask: number, bytes: number, offset = 0) => [
   local.get(base),
   local.get(i),
   [0x6a], // i32.add
-  [...simd(0x00), 0, 0], // v128.load align=1 offset=0
+  [...simd(0x00), 0, offset], // v128.load align=1 offset (below 128: one byte)
   local.get(mask),
   simd(0x51), // v128.xor
   local.tee(bytes),
@@ -173,7 +173,8 @@ const body: number[] = [
  *     payload = pos + size
  *     if payload + len > end: return pos
  *     if mem[pos] == 0x81 and b1 & 0x80:
- *       (find's loop over the payload, its mask at payload - 4): a hit before len: return pos
+ *       (find's loop over the payload, its mask at payload - 4, 32 bytes a turn: the second
+ *       block's hits in the upper 16 bits): a hit before len: return pos
  *     pos = payload + len
  */
 const WALK_POS = 0
@@ -253,12 +254,16 @@ const walkBody: number[] = [
   i32(0),
   local.set(W_I),
   [0x02, 0x40], // block (clean)
-  [0x03, 0x40], // loop (block of 16)
+  [0x03, 0x40], // loop (32 bytes: two blocks of 16)
   local.get(W_I),
   local.get(W_LEN),
   [0x4f], // i32.ge_u
   [0x0d, 1], // br_if clean
   blockHits(W_PAYLOAD, W_I, W_MASK, W_BYTES),
+  blockHits(W_PAYLOAD, W_I, W_MASK, W_BYTES, 16),
+  i32(16),
+  [0x74], // i32.shl
+  [0x72], // i32.or
   local.tee(W_HITS),
   [0x04, 0x40], // if (hits)
   local.get(W_I),
@@ -270,10 +275,10 @@ const walkBody: number[] = [
   [0x0d, 5], // br_if out
   [0x0b], // end (if hits)
   local.get(W_I),
-  i32(16),
+  i32(32),
   [0x6a], // i32.add
   local.set(W_I),
-  [0x0c, 0], // br (block of 16)
+  [0x0c, 0], // br (32 bytes)
   [0x0b], // end (loop)
   [0x0b], // end (clean)
   [0x0b], // end (if a masked text frame)
@@ -324,7 +329,8 @@ let copiedTo = 0
 function copyFrom(data: Uint8Array, from: number): void {
   copiedFrom = from
   copiedTo = Math.min(data.length, from + SPAN)
-  memory.set(data.subarray(copiedFrom, copiedTo))
+  // A chunk copied whole from its start, the usual case, is set as it is: no view made of it.
+  memory.set(from === 0 && copiedTo === data.length ? data : data.subarray(copiedFrom, copiedTo))
   copied = data
 }
 

@@ -221,6 +221,28 @@ test('an idle socket is closed after the idle time; traffic keeps it open', asyn
   }
 })
 
+test('traffic from Realtime alone keeps a socket open; it closes the idle time after the last frame', async () => {
+  const up = await startSocketUpstream()
+  const h = await withServices({ urls: { realtime: up.url }, timeoutsMs: { realtime: 400 } })
+  try {
+    const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+    // Realtime's side sends a frame every 150 ms for 750 ms; the client sends nothing.
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 150))
+      up.sockets[0]!.write(Buffer.from([0x81, 0x02, 0x6f, 0x6b]))
+    }
+    const last = Date.now()
+    assert.equal(client.socket.destroyed, false)
+    await client.closed
+    const closed = Date.now()
+    assert.ok(closed - last >= 390 && closed - last < 400 + 300, `closed ${closed - last} ms after the last frame`)
+    assert.equal(client.received().length, 20)
+  } finally {
+    await h.close()
+    await up.close()
+  }
+})
+
 test('stopping authgate closes its sockets; an unreachable Realtime is 502', async () => {
   const up = await startSocketUpstream()
   const h = await withServices({ urls: { realtime: up.url } })
