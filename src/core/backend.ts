@@ -302,10 +302,11 @@ class StatusProbe implements Dispatcher.DispatchHandler {
 
   constructor(timeoutMs: number, done: (status: number | undefined) => void) {
     this.#done = done
+    // Unreferenced, as `AbortSignal.timeout`'s timer is: a probe never holds the process open.
     this.#timer = setTimeout(() => {
       this.#timedOut = true
       this.#controller?.abort(new Error('readiness probe timed out'))
-    }, timeoutMs)
+    }, timeoutMs).unref()
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
