@@ -252,7 +252,93 @@ export class SupabaseAuthClient {
     }
   }
 
+  /**
+   * The status of a GET whose answer is not read (readiness's probe), or undefined when none came:
+   * the request `fetch` sends, through the handler API with the options the forwarders dispatch,
+   * so that a probe's objects are of the shapes undici's functions see on every forwarded request
+   * (docs/decisions.md, D244). `path` already carries the base path.
+   */
+  status(path: string, given: Readonly<Record<string, string>>, timeoutMs: number): Promise<number | undefined> {
+    // The names and their order of `fetch`'s headers: the given ones, the identity, the encoding.
+    const headers: string[] = []
+    let encoding = false
+    for (const [name, value] of Object.entries(given)) {
+      const lower = name.toLowerCase()
+      headers.push(lower, value)
+      encoding ||= lower === 'accept-encoding'
+    }
+    headers.push(...this.identityHeaders())
+    if (!encoding) headers.push('accept-encoding', READ_ENCODING)
+    return new Promise((resolve) => {
+      this.#pool.dispatch(
+        { method: 'GET', path, headers, body: null, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
+        new StatusProbe(timeoutMs, resolve),
+      )
+    })
+  }
+
   close(): Promise<void> {
     return this.#pool.close()
+  }
+}
+
+/** Past this many bytes a probe's answer is cut, as undici's `dump()` cuts the body it drops. */
+const DUMP_LIMIT = 128 * 1024
+
+/**
+ * One status probe's handler: what `fetch` then `body.cancel()` gave, without their objects. The
+ * status once the head came (whatever the body then does: `dump()` ignores its errors), none when no
+ * head came before an error or the timeout; the body dropped, the connection cut past `DUMP_LIMIT`.
+ * The timeout is the whole exchange's, as `AbortSignal.timeout` on `fetch` was: one that falls before
+ * undici started the request aborts it once it does.
+ */
+class StatusProbe implements Dispatcher.DispatchHandler {
+  #status: number | undefined = undefined
+  #read = 0
+  #controller: Dispatcher.DispatchController | undefined = undefined
+  #timedOut = false
+  readonly #timer: NodeJS.Timeout
+  readonly #done: (status: number | undefined) => void
+
+  constructor(timeoutMs: number, done: (status: number | undefined) => void) {
+    this.#done = done
+    // Unreferenced, as `AbortSignal.timeout`'s timer is: a probe never holds the process open.
+    this.#timer = setTimeout(() => {
+      this.#timedOut = true
+      this.#controller?.abort(new Error('readiness probe timed out'))
+    }, timeoutMs).unref()
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller
+    if (this.#timedOut) controller.abort(new Error('readiness probe timed out'))
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    this.#status = statusCode
+    const length = headers['content-length']
+    if (typeof length === 'string' && Number.parseInt(length, 10) > DUMP_LIMIT) controller.abort(new Error('too long'))
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#read += chunk.length
+    if (this.#read > DUMP_LIMIT) controller.abort(new Error('too long'))
+  }
+
+  onResponseEnd(): void {
+    this.#end()
+  }
+
+  onResponseError(): void {
+    this.#end()
+  }
+
+  #end(): void {
+    clearTimeout(this.#timer)
+    this.#done(this.#status)
   }
 }

@@ -5,6 +5,7 @@ import type { RateLimitStore } from '../ratelimit/store.ts'
 
 /** The User-Agent of readiness's own probe of Supabase Auth's `/health`. */
 export const READINESS_USER_AGENT = 'authgate-readiness'
+const PROBE_HEADERS = { 'user-agent': READINESS_USER_AGENT }
 
 /**
  * The shared services authgate depends on, as named in the readiness body, metrics and logs: Supabase
@@ -58,7 +59,8 @@ type Condition = () => boolean | Promise<boolean>
  * logs, and turns readiness false only with `followDependencies`. Liveness never looks at either.
  */
 export class Readiness {
-  readonly #health: URL
+  /** `/health` below the backend's base path, with its query (none). */
+  readonly #healthPath: string
   readonly #timeoutMs: number
   readonly #options: ReadinessOptions
   readonly #conditions = new Map<string, Condition>()
@@ -74,7 +76,8 @@ export class Readiness {
   constructor(options: ReadinessOptions) {
     this.#options = options
     this.#timeoutMs = options.timeoutMs ?? 2000
-    this.#health = options.backend.resolve('/health')
+    const health = options.backend.resolve('/health')
+    this.#healthPath = health.pathname + health.search
     const store = options.rateLimiter?.store
     if (store?.status !== undefined) this.#watchStore(store)
   }
@@ -204,17 +207,9 @@ export class Readiness {
   }
 
   async #probe(): Promise<boolean> {
-    try {
-      const res = await this.#options.backend.fetch(this.#health, {
-        // Names the probe in the backend's logs (and lets test backends tell it from forwarded traffic).
-        headers: { 'user-agent': READINESS_USER_AGENT },
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      })
-      await res.body?.cancel()
-      return res.status < 500
-    } catch {
-      return false
-    }
+    // Names the probe in the backend's logs (and lets test backends tell it from forwarded traffic).
+    const status = await this.#options.backend.status(this.#healthPath, PROBE_HEADERS, this.#timeoutMs)
+    return status !== undefined && status < 500
   }
 
   close(): Promise<void> {

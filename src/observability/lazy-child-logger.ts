@@ -20,13 +20,22 @@ export class LazyChildLogger {
   readonly #bindings: Bindings
   readonly #options: ChildOptions
   readonly #make: ChildMaker
+  /** The parent's level as last changed, where the parent says when it changes; the parent itself otherwise. */
+  readonly #parentLevel: { readonly level: string }
   #child: FastifyBaseLogger | undefined
 
-  constructor(parent: FastifyBaseLogger, bindings: Bindings, options: ChildOptions, make: ChildMaker = pinoChildOf) {
+  constructor(
+    parent: FastifyBaseLogger,
+    bindings: Bindings,
+    options: ChildOptions,
+    make: ChildMaker = pinoChildOf,
+    parentLevel: { readonly level: string } = parent,
+  ) {
     this.#parent = parent
     this.#bindings = bindings
     this.#options = options
     this.#make = make
+    this.#parentLevel = parentLevel
   }
 
   #real(): FastifyBaseLogger {
@@ -34,7 +43,7 @@ export class LazyChildLogger {
   }
 
   get level(): string {
-    return this.#child?.level ?? this.#options.level ?? this.#parent.level
+    return this.#child?.level ?? this.#options.level ?? this.#parentLevel.level
   }
 
   set level(level: string) {
@@ -97,6 +106,18 @@ export function lazyRequestChildren(root: FastifyBaseLogger, label: string): voi
     options?: ChildOptions,
   ) => FastifyBaseLogger
   const make: ChildMaker = (parent, bindings, options) => pinoChild.call(parent, bindings, options)
+  // The service's level as last set: each request's line asks its logger's level (src/observability/
+  // request-log.ts), and pino's getter reads its label table through a second getter (about 0.6 k
+  // instructions a request; D247). pino says when its level changes (`level-change`, from `setLevel`,
+  // the only way it changes, also when a child's changes: the root's is read again then); a logger
+  // with no `on` is read each time.
+  const levels = root as FastifyBaseLogger & { on?: (event: 'level-change', listener: () => void) => unknown }
+  let rootLevel: { level: string } = root
+  if (typeof levels.on === 'function') {
+    const kept = { level: root.level }
+    levels.on('level-change', () => (kept.level = root.level))
+    rootLevel = kept
+  }
   Object.defineProperty(root, 'child', {
     configurable: true,
     writable: true,
@@ -104,7 +125,7 @@ export function lazyRequestChildren(root: FastifyBaseLogger, label: string): voi
     value: function child(this: FastifyBaseLogger, bindings: Bindings, options?: ChildOptions): FastifyBaseLogger {
       if (this !== root || bindings === null || typeof bindings !== 'object' || bindings[label] === undefined)
         return pinoChild.call(this, bindings, options)
-      return new LazyChildLogger(root, bindings, options ?? {}, make) as unknown as FastifyBaseLogger
+      return new LazyChildLogger(root, bindings, options ?? {}, make, rootLevel) as unknown as FastifyBaseLogger
     },
   })
 }

@@ -3,7 +3,7 @@
 import { performance } from 'node:perf_hooks'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Pool as UndiciPool } from 'undici'
-import { Pool } from '../core/backend.ts'
+import { knownToUndici, Pool } from '../core/backend.ts'
 import type { BackendErrorKind, BackendExchange } from '../core/backend-timing.ts'
 import { failureKind, recordBackend } from '../core/backend-timing.ts'
 import { throttle } from '../core/log-throttle.ts'
@@ -142,6 +142,10 @@ export class ServiceProxy {
         },
       },
     }
+    // The names its requests carry that authgate sets (`x-forwarded-prefix`, the key headers, the
+    // identity and the forwarded view), among undici's well-known ones, as Supabase Auth's are
+    // (src/core/backend.ts, D232, D245): undici then takes each as it is on every request.
+    knownToUndici([...route.replacedWithAuthorization, 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto'])
     const sessions = this.#o.sessions
     return (request, reply) => {
       if (checksCredentials && refusedCredentials(request, reply)) return undefined

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { AuthgateConfigError } from '../../src/config.ts'
@@ -185,6 +186,106 @@ describe("authgate's header names among undici's well-known ones", () => {
     } finally {
       await pool.close()
       await backend.close()
+    }
+  })
+})
+
+describe("readiness's status probe (`status`) against `fetch` and `body.cancel()`, which it replaced", () => {
+  /** The status each gives (`fetch`'s, or undefined where it throws), for one backend's answer. */
+  async function both(
+    answer: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void,
+    timeoutMs = 300,
+  ) {
+    const heads: string[][] = []
+    const backend = await startFakeBackend((req, res) => {
+      heads.push(req.rawHeaders)
+      answer(req, res)
+    })
+    const client = new SupabaseAuthClient({
+      url: `${backend.url}/auth/v1`,
+      apiKey: 'sb_publishable_k1',
+      requestIdHeader: 'X-Request-Id',
+      clientIpHeader: 'X-Real-IP',
+      timeoutMs: 1000,
+      connectTimeoutMs: 1000,
+      connections: 4,
+    })
+    const health = client.resolve('/health')
+    const given = { 'user-agent': 'authgate-readiness' }
+    try {
+      let fetched: number | undefined
+      try {
+        const res = await client.fetch(health, { headers: given, signal: AbortSignal.timeout(timeoutMs) })
+        await res.body?.cancel()
+        fetched = res.status
+      } catch {
+        fetched = undefined
+      }
+      const status = await client.status(health.pathname + health.search, given, timeoutMs)
+      return { fetched, status, heads }
+    } finally {
+      await client.close()
+      await backend.close()
+    }
+  }
+
+  it('sends the same request, and gives the same status', async () => {
+    for (const code of [200, 404, 503]) {
+      const r = await both((_req, res) => res.writeHead(code, { 'content-type': 'text/plain' }).end('x'))
+      assert.deepEqual([r.fetched, r.status], [code, code])
+      assert.equal(r.heads.length, 2)
+      assert.deepEqual(r.heads[1], r.heads[0])
+      assert.deepEqual(r.heads[0]!.slice(4), [
+        'user-agent',
+        'authgate-readiness',
+        'apikey',
+        'sb_publishable_k1',
+        'accept-encoding',
+        'identity',
+      ])
+    }
+  })
+
+  it('a head that came counts, whatever its body then does; none before the timeout, no status', async () => {
+    const stalled = await both((_req, res) => res.writeHead(200, { 'content-length': '10' }).write('12'))
+    assert.deepEqual([stalled.fetched, stalled.status], [200, 200])
+    const silent = await both(() => {})
+    assert.deepEqual([silent.fetched, silent.status], [undefined, undefined])
+    const cut = await both((req, res) => {
+      res.writeHead(200, { 'content-length': '10' }).write('12')
+      setTimeout(() => req.socket.destroy(), 20)
+    })
+    assert.deepEqual([cut.fetched, cut.status], [200, 200])
+  })
+
+  it('a body over 128 KiB is cut, announced or not, and the status still counts', async () => {
+    for (const announced of [true, false]) {
+      let closes = 0
+      const r = await both((req, res) => {
+        req.socket.on('close', () => closes++)
+        res.writeHead(200, announced ? { 'content-length': String(200 * 1024) } : {})
+        const chunk = Buffer.alloc(16 * 1024, 97)
+        const more = () => {
+          while (!res.destroyed && res.write(chunk));
+        }
+        res.on('drain', more)
+        more()
+      }, 2000)
+      assert.deepEqual([r.fetched, r.status], [200, 200])
+      await sleep(50)
+      assert.equal(closes, 2, 'each cut its connection')
+    }
+  })
+
+  it('a backend that refuses the connection gives no status', async () => {
+    const backend = await startFakeBackend()
+    const url = backend.url
+    await backend.close()
+    const client = new SupabaseAuthClient({ url, timeoutMs: 1000, connectTimeoutMs: 1000, connections: 1 })
+    try {
+      assert.equal(await client.status('/health', {}, 500), undefined)
+    } finally {
+      await client.close()
     }
   })
 })

@@ -86,4 +86,28 @@ describe('the request logger made on its first line', () => {
     assert.equal(line.part, 'inner')
     assert.deepEqual(res.json(), { level: 'warn', bindings: { reqId: id } })
   })
+
+  it("a request's logger follows the service's level as it is changed, and the request's line with it", async () => {
+    const lineOf = async () => {
+      const res = await app.inject({ method: 'GET', url: '/app/quiet' })
+      return logs.lines.filter((l) => l.msg === 'request' && l.reqId === res.headers['x-request-id']).length
+    }
+    assert.equal(await lineOf(), 0)
+    app.log.level = 'info'
+    try {
+      assert.equal(seen!.level, 'info', 'a logger with no line yet has the level the service has now')
+      assert.equal(await lineOf(), 1)
+      assert.equal(seen!.level, 'info')
+      // A child's level changed does not change the service's.
+      app.log.child({ part: 'other' }).level = 'debug'
+      assert.equal(app.log.child({ reqId: 'r-4' }).level, 'info')
+      app.log.level = 'error'
+      assert.equal(app.log.child({ reqId: 'r-5' }).level, 'error')
+      assert.equal(await lineOf(), 0)
+    } finally {
+      app.log.level = 'warn'
+    }
+    assert.equal(await lineOf(), 0)
+    assert.equal(seen!.level, 'warn')
+  })
 })

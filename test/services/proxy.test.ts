@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { createRequire } from 'node:module'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.ts'
 import { parseBackendUrl } from '../../src/config.ts'
@@ -506,6 +507,24 @@ test('a path with dot segments is refused (it could leave the service for anothe
     const fine = await fetch(`${h.url}/storage/v1/object/public/b/a..b.txt`)
     assert.equal(fine.status, 200)
     assert.equal(h.upstream.requests[0]!.target, '/storage/object/public/b/a..b.txt')
+  } finally {
+    await h.close()
+  }
+})
+
+test("the names authgate sets on a service request are among undici's well-known ones, and are sent as before", async () => {
+  const known = createRequire(import.meta.url)('undici/lib/core/constants.js').headerNameLowerCasedRecord as Record<
+    string,
+    string | undefined
+  >
+  const h = await withServices()
+  try {
+    for (const name of ['x-forwarded-prefix', 'apikey', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto'])
+      assert.equal(known[name], name)
+    await fetch(`${h.url}/rest/v1/todos`, { headers: { apikey: PUBLISHABLE } })
+    const names = h.upstream.requests[0]!.rawHeaders.filter((_, i) => i % 2 === 0)
+    for (const name of ['x-forwarded-prefix', 'apikey', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto'])
+      assert.ok(names.includes(name), name)
   } finally {
     await h.close()
   }
