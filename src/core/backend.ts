@@ -32,6 +32,99 @@ export function knownToUndici(names: readonly string[]): void {
   for (const name of names) if (TOKEN.test(name) && undiciNames[name] === undefined) undiciNames[name] = name
 }
 
+/** A probe reads this much of an answer's body at most, then closes the connection (undici's `dump`). */
+const PROBE_BODY_LIMIT = 128 * 1024
+
+/**
+ * One status probe's exchange (readiness's `GET /health`), as undici's dispatch handler: the status
+ * once the answer starts, the body read and dropped (past PROBE_BODY_LIMIT, or at the time limit, the
+ * exchange is cut and the connection closed), over once the body is. What undici's request API and
+ * `body.dump()` do with such a request, without a stream, a signal or a request handler of theirs:
+ * objects whose shapes the forwarded requests' path would meet only at each probe, and whose maps a
+ * full collection between two probes frees, so that each probe threw away that path's optimised code
+ * (docs/decisions.md, D248). One object per client, reused probe after probe, keeps its own shape.
+ */
+class StatusProbe implements Dispatcher.DispatchHandler {
+  busy = false
+  #status = 0
+  #read = 0
+  #expired = false
+  #controller: Dispatcher.DispatchController | undefined = undefined
+  #timer: NodeJS.Timeout | undefined = undefined
+  #resolve: (status: number) => void = noop
+  #reject: (err: Error) => void = noop
+
+  run(dispatch: (handler: StatusProbe) => void, timeoutMs: number): Promise<number> {
+    this.busy = true
+    this.#status = 0
+    this.#read = 0
+    this.#expired = false
+    this.#controller = undefined
+    return new Promise<number>((resolve, reject) => {
+      this.#resolve = resolve
+      this.#reject = reject
+      this.#timer = setTimeout(this.#timedOut, timeoutMs)
+      this.#timer.unref()
+      dispatch(this)
+    })
+  }
+
+  readonly #timedOut = () => {
+    this.#timer = undefined
+    this.#expired = true
+    // A request still waiting for a connection is cut when undici starts it, before it is sent
+    // (as the request API does with an aborted signal); the probe ends then.
+    this.#controller?.abort(new Error('probe timed out'))
+  }
+
+  #end(err?: Error): void {
+    if (!this.busy) return
+    this.busy = false
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#controller = undefined
+    const resolve = this.#resolve
+    const reject = this.#reject
+    this.#resolve = noop
+    this.#reject = noop
+    // An answer that started is the probe's result, however its body ends.
+    if (this.#status !== 0) resolve(this.#status)
+    else reject(err ?? new Error('no answer'))
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller
+    if (this.#expired) controller.abort(new Error('probe timed out'))
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    // An informational answer is not the answer.
+    if (statusCode < 200) return
+    this.#status = statusCode
+    const length = headers['content-length']
+    if (length !== undefined && Number(length) > PROBE_BODY_LIMIT) controller.abort(new Error('probe body too large'))
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#read += chunk.length
+    if (this.#read > PROBE_BODY_LIMIT) controller.abort(new Error('probe body too large'))
+  }
+
+  onResponseEnd(): void {
+    this.#end()
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    this.#end(err)
+  }
+}
+
+function noop(): void {}
+
 /** How authgate reaches Supabase Auth: one set of options for every part that talks to it. */
 export interface BackendOptions {
   /**
@@ -129,6 +222,8 @@ export class SupabaseAuthClient {
   readonly #idHeader: string | undefined
   /** The `apikey` pair, or none. */
   readonly #fixed: readonly string[]
+  /** The status probe's request, kept from one probe to the next (StatusProbe). */
+  #probe: { path: string; userAgent: string; options: Dispatcher.DispatchOptions; handler: StatusProbe } | undefined
 
   constructor(options: BackendOptions) {
     const url = normaliseBackendUrl('backend.url', options.url)
@@ -202,6 +297,24 @@ export class SupabaseAuthClient {
   /** Sends one request through the shared pool (undici's handler API); `path` already carries the base path. */
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     return this.#pool.dispatch(options, handler)
+  }
+
+  /**
+   * The status of `GET path` (`path` carries the base path), for readiness's probe: sent as `fetch`
+   * would send it with a `User-Agent` of `userAgent` and no identity, the body read and dropped, the
+   * exchange cut after `timeoutMs`. Rejects when no answer started by then.
+   */
+  status(path: string, userAgent: string, timeoutMs: number): Promise<number> {
+    let probe = this.#probe
+    if (probe === undefined || probe.path !== path || probe.userAgent !== userAgent) {
+      // The headers `fetch` sends for it, in its order: the caller's, the identity, the encoding.
+      const headers = ['user-agent', userAgent, ...this.identityHeaders(), 'accept-encoding', READ_ENCODING]
+      probe = this.#probe = { path, userAgent, options: { method: 'GET', path, headers }, handler: new StatusProbe() }
+    }
+    // Probes that overlap (rare: readiness sends one at a time) each get a handler of their own.
+    const handler = probe.handler.busy ? new StatusProbe() : probe.handler
+    const options = probe.options
+    return handler.run((h) => this.#pool.dispatch(options, h), timeoutMs)
   }
 
   /**

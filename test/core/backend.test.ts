@@ -140,6 +140,103 @@ describe('the backend client’s fetch', () => {
   })
 })
 
+describe('the backend client’s status probe', () => {
+  it('sends what fetch sends, reads and drops the body, and answers the status however the body ends', async () => {
+    // A raw server: the request's bytes as sent, and when the connection closes.
+    const { createServer } = await import('node:net')
+    const seen: string[] = []
+    const server = createServer((socket) => {
+      socket.on('data', (d) => {
+        const head = d.toString('latin1')
+        seen.push(head)
+        const path = head.slice(4, head.indexOf(' ', 4))
+        if (path.endsWith('/never')) return
+        if (path.endsWith('/hold'))
+          return void setTimeout(() => socket.write('HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n'), 300)
+        if (path.endsWith('/big')) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 200000\r\n\r\n')
+        else if (path.endsWith('/endless'))
+          socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n')
+        else if (path.endsWith('/early')) socket.write('HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n')
+        else socket.write('HTTP/1.1 503 Down\r\ncontent-length: 4\r\n\r\ndown')
+      })
+      socket.on('close', () => seen.push('closed'))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/auth/v1`
+    const client = new SupabaseAuthClient({
+      url,
+      apiKey: 'k1',
+      requestIdHeader: 'X-Request-Id',
+      clientIpHeader: 'sb-forwarded-for',
+      timeoutMs: 5000,
+      connectTimeoutMs: 5000,
+      connections: 1,
+    })
+    const drained = () => new Promise((resolve) => setTimeout(resolve, 50))
+    try {
+      const viaFetch = await client.fetch(client.resolve('/health'), { headers: { 'user-agent': 'probe' } })
+      await viaFetch.body!.cancel()
+      await drained()
+      assert.equal(await client.status('/auth/v1/health', 'probe', 1000), 503)
+      await drained()
+      const [fetched, probed] = seen.splice(0)
+      assert.equal(probed, fetched, 'the same bytes as fetch, on the same connection')
+      assert.match(
+        probed!,
+        /^GET \/auth\/v1\/health HTTP\/1\.1\r\n.*user-agent: probe\r\napikey: k1\r\naccept-encoding: /s,
+      )
+      // The same probe again, on its kept request: the same bytes.
+      assert.equal(await client.status('/auth/v1/health', 'probe', 1000), 503)
+      await drained()
+      assert.deepEqual(seen.splice(0), [probed])
+      // A body over 128 KiB is not read: the connection is closed, the status stands.
+      assert.equal(await client.status('/auth/v1/big', 'probe', 1000), 200)
+      await drained()
+      assert.deepEqual(seen.splice(0).slice(1), ['closed'])
+      // A body that does not end is cut at the time limit; the status stands.
+      const started = Date.now()
+      assert.equal(await client.status('/auth/v1/endless', 'probe', 200), 200)
+      assert.ok(Date.now() - started >= 150, 'waited for the body until the time limit')
+      await drained()
+      assert.deepEqual(seen.splice(0).slice(1), ['closed'])
+      // No answer (or only an informational one) by the time limit: rejected, the connection closed.
+      await assert.rejects(client.status('/auth/v1/never', 'probe', 100))
+      await assert.rejects(client.status('/auth/v1/early', 'probe', 100))
+      await drained()
+      assert.deepEqual(
+        seen.splice(0).filter((s) => s === 'closed'),
+        ['closed', 'closed'],
+      )
+      // Waiting for the one connection past the time limit: cut when undici starts it, before it is
+      // sent, as fetch's signal does; the probe ends then, not at the limit.
+      const held = (hold: Promise<unknown>, probe: () => Promise<unknown>) =>
+        Promise.all([
+          hold,
+          (async () => {
+            const started = Date.now()
+            await assert.rejects(probe())
+            return Date.now() - started
+          })(),
+        ])
+      const [, viaSignal] = await held(client.fetch(client.resolve('/hold')), () =>
+        client.fetch(client.resolve('/health'), { signal: AbortSignal.timeout(100) }),
+      )
+      const [, viaStatus] = await held(client.fetch(client.resolve('/hold')), () =>
+        client.status('/auth/v1/health', 'probe', 100),
+      )
+      assert.ok(viaSignal >= 250 && viaStatus >= 250, `${viaSignal} and ${viaStatus} ms`)
+      await drained()
+      assert.deepEqual(
+        seen.splice(0).map((s) => (s === 'closed' ? s : s.slice(0, s.indexOf(' HTTP/')))),
+        ['GET /auth/v1/hold', 'closed', 'GET /auth/v1/hold', 'closed'],
+      )
+    } finally {
+      await client.close()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+})
+
 describe('what the service loads', () => {
   it('neither undici’s index (fetch, WebSocket, mocks) nor Node.js’s bundled copy of undici', async () => {
     const { execFileSync } = await import('node:child_process')
