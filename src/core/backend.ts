@@ -319,6 +319,8 @@ class StatusProbe implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
+    // An informational head (1xx) is not the answer: `fetch` waits past it for the final one.
+    if (statusCode < 200) return
     this.#status = statusCode
     const length = headers['content-length']
     if (typeof length === 'string' && Number.parseInt(length, 10) > DUMP_LIMIT) controller.abort(new Error('too long'))

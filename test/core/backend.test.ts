@@ -258,6 +258,19 @@ describe("readiness's status probe (`status`) against `fetch` and `body.cancel()
     assert.deepEqual([cut.fetched, cut.status], [200, 200])
   })
 
+  it('an informational head is not the answer: the final one counts, none after it alone', async () => {
+    const hinted = await both((_req, res) => {
+      res.writeEarlyHints({ link: '</x.css>; rel=preload' })
+      res.writeHead(503).end()
+    })
+    assert.deepEqual([hinted.fetched, hinted.status], [503, 503])
+    const hintedOnly = await both((req, res) => {
+      res.writeEarlyHints({ link: '</x.css>; rel=preload' })
+      setTimeout(() => req.socket.destroy(), 20)
+    })
+    assert.deepEqual([hintedOnly.fetched, hintedOnly.status], [undefined, undefined])
+  })
+
   it('a body over 128 KiB is cut, announced or not, and the status still counts', async () => {
     for (const announced of [true, false]) {
       let closes = 0
