@@ -28,6 +28,7 @@ import { forgetCopy, nextCandidate, skipFrames } from './masked-search.ts'
 
 /** Largest client frame read whole for a token: a join or `access_token` message is a few KiB. */
 const MAX_READ = 64 * 1024
+const EMPTY = Buffer.alloc(0)
 /**
  * Most brackets, colons and commas a frame read for a token may hold (counted in its strings too):
  * a join has a few dozen. JSON.parse's cost follows the structure, not the bytes (64 KiB of nested
@@ -171,13 +172,16 @@ export class PhoenixFrames {
   readonly #send: (bytes: Buffer) => void
   readonly #refuse: (fault: string) => void
   /**
-   * The start of a frame (its head, or a whole readable frame) not all here yet, in the chunks it
-   * came in: joined once it is whole (`#need` bytes), not at every chunk, which would copy it again
-   * for each of the segments a slow or hostile client cuts it into.
+   * The start of a frame (its head, or a whole readable frame) not all here yet. Once its head is
+   * whole, a buffer of the `#need` bytes the frame takes, filled as its chunks come: each byte is
+   * copied once, and what a socket holds is that buffer whatever number of segments a slow or
+   * hostile client cuts the frame into (kept as the chunks they came in, each a Buffer of its own,
+   * 1-byte segments held some 80 bytes of memory per byte sent). Before the head is whole, its few
+   * bytes (under 14).
    */
-  #pending: Buffer[] = []
-  #pendingLength = 0
-  /** The bytes the pending frame needs to be read; 0 while its head is not whole. */
+  #held: Buffer = EMPTY
+  #heldLength = 0
+  /** The bytes the held frame needs to be read; 0 while its head is not whole. */
   #need = 0
   /** Bytes of the current frame still to pass as they are. */
   #passing = 0
@@ -226,21 +230,32 @@ export class PhoenixFrames {
   #readChunk(chunk: Buffer): Promise<void> | undefined {
     if (this.#refused) return undefined
     let data = chunk
-    if (this.#pendingLength > 0) {
-      this.#pending.push(chunk)
-      this.#pendingLength += chunk.length
-      if (this.#pendingLength < this.#need) return undefined
-      data = Buffer.concat(this.#pending, this.#pendingLength)
-      this.#pending = []
-      this.#pendingLength = 0
+    const held = this.#heldLength
+    if (held > 0) {
+      if (this.#need === 0) {
+        // The head's few bytes, then the chunk: read again from the frame's start.
+        data = Buffer.concat([this.#held.subarray(0, held), chunk], held + chunk.length)
+      } else {
+        const take = Math.min(chunk.length, this.#need - held)
+        chunk.copy(this.#held, held, 0, take)
+        this.#heldLength = held + take
+        if (this.#heldLength < this.#need) return undefined
+        // The frame is whole: it is read with what of the chunk follows it.
+        data = take === chunk.length ? this.#held : Buffer.concat([this.#held, chunk.subarray(take)])
+      }
+      this.#held = EMPTY
+      this.#heldLength = 0
     }
     return this.#read(data, 0, 0)
   }
 
   /** Keeps `data` from `at` on, the start of a frame, until the `need` bytes it needs are here. */
   #hold(data: Buffer, at: number, need: number): void {
-    this.#pending = [data.subarray(at)]
-    this.#pendingLength = data.length - at
+    const have = data.length - at
+    // A frame's bytes in one buffer of its size (a head not yet whole: its bytes alone).
+    this.#held = Buffer.allocUnsafe(need === 0 ? have : need)
+    data.copy(this.#held, 0, at)
+    this.#heldLength = have
     this.#need = need
   }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
+import { collector } from '../../src/core/collector.ts'
 import { holdsNeedle, MAX_STRUCTURE, PhoenixFrames, type TokenSwap } from '../../src/sessions/socket-swap.ts'
 
 /**
@@ -310,6 +311,40 @@ describe("Realtime's socket: the swap's parser against a plain reading of the fr
     const got = await through(Buffer.concat([before, refused, after, after]), [before.length + refused.length + 3, 50])
     assert.equal(got.refused, 'retired')
     assert.ok(Buffer.concat(got.out).equals(before))
+  })
+
+  it('a frame a client cuts into 1-byte segments and never ends holds one buffer of its size, not one per segment', async () => {
+    // An outside review held 8.9 MiB per socket this way (each segment a Buffer kept until the frame was whole).
+    const m = Buffer.from([9, 8, 7, 6])
+    const payload = utf8(message('broadcast', { x: 'y'.repeat(64_900) }))
+    const whole = encode(0x81, payload, m)
+    const sockets = 8
+    const memory = () => {
+      collector()!({ type: 'major' })
+      const { heapUsed, arrayBuffers } = process.memoryUsage()
+      return heapUsed + arrayBuffers
+    }
+    const before = memory()
+    const all: PhoenixFrames[] = []
+    const sent: Buffer[] = []
+    for (let s = 0; s < sockets; s++) {
+      const frames = new PhoenixFrames(
+        asyncSwap,
+        (bytes) => sent.push(bytes),
+        () => {},
+      )
+      // All but the frame's last byte, one byte a read (each read a Buffer of its own, as a socket's are).
+      for (let at = 0; at < whole.length - 1; at++)
+        assert.equal(frames.read(Buffer.from(whole.subarray(at, at + 1))), undefined)
+      all.push(frames)
+    }
+    const held = memory() - before
+    assert.equal(sent.length, 0, 'nothing of an unfinished frame is sent')
+    assert.ok(held < sockets * 256 * 1024, `held ${(held / sockets / 1024).toFixed(0)} KiB a socket`)
+    // The last byte: the frame leaves whole, as it came.
+    for (const frames of all) assert.equal(frames.read(whole.subarray(-1)), undefined)
+    assert.equal(sent.length, sockets)
+    for (const bytes of sent) assert.ok(bytes.equals(whole))
   })
 
   it('a run of frames without a token leaves in one piece, as it came', async () => {
