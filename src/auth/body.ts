@@ -3,6 +3,7 @@ import { isRecord } from '../core/is-record.ts'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import sjson from 'secure-json-parse'
 import { sendError } from '../errors.ts'
+import { readBodyBytes } from './body-reader.ts'
 import { caseFoldedKey, flatObjectKeys, keyPath, repeatedKey } from './body-keys.ts'
 import { backendValues } from '../core/go-values.ts'
 import { decodingAnswer } from './backend-answers.ts'
@@ -31,7 +32,9 @@ declare module 'fastify' {
 export function readBodiesAsBytes(scope: FastifyInstance, bodyLimit: number): void {
   scope.decorateRequest('rawBody', undefined)
   scope.removeAllContentTypeParsers()
-  scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_req, body, done) => done(null, body))
+  scope.addContentTypeParser('*', { bodyLimit }, (request, payload, done) =>
+    readBodyBytes(payload, request.headers['content-length'], bodyLimit, done),
+  )
 }
 
 export type MediaKind = 'json' | 'form' | 'other'
