@@ -15,6 +15,7 @@ import type { ClientMetadataRegistry } from '../client-metadata/registry.ts'
 import { backendIssuer, withIssuer } from '../oauth-conformance.ts'
 import { consentPage, messagePage, signInPage } from './html.ts'
 import { TICKET_PARAM, type ConsentTickets } from './ticket.ts'
+import { readBodyBytes } from '../body-reader.ts'
 
 /**
  * authgate's own OAuth consent page (AUTHGATE_OAUTH_CONSENT_PAGE), where Supabase Auth's
@@ -340,14 +341,15 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
   await app.register(async (scope) => {
     // The page's form: small, form-encoded, read once.
     scope.removeAllContentTypeParsers()
-    scope.addContentTypeParser(
-      'application/x-www-form-urlencoded',
-      { parseAs: 'string', bodyLimit: 16 * 1024 },
-      (_request, body, done) => {
+    // Read by the auth routes' reader (one buffer, not a Buffer per segment a slow client sends).
+    const limit = 16 * 1024
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { bodyLimit: limit }, (request, payload, done) =>
+      readBodyBytes(payload, request.headers['content-length'], limit, (err, bytes) => {
+        if (err !== null) return done(err, undefined)
         const out: Record<string, string> = {}
-        for (const [k, v] of new URLSearchParams(body as string)) if (!(k in out)) out[k] = v
+        for (const [k, v] of new URLSearchParams(bytes!.toString('utf8'))) if (!(k in out)) out[k] = v
         done(null, out)
-      },
+      }),
     )
     scope.route({ method: 'GET', url: path, exposeHeadRoute: false, schema: { hide: true }, handler: get })
     scope.route({
