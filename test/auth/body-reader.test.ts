@@ -22,7 +22,7 @@ describe('readBodyBytes', () => {
   it('gives the bytes as they came, whole or in pieces, with a length or chunked', async () => {
     const body = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251))
     for (const declared of [String(body.length), undefined]) {
-      for (const sizes of [[body.length], [1], [7, 3000], [16 * 1024], [40_000]]) {
+      for (const sizes of [[body.length], [1], [7, 3000], [4095, 1, 4096], [16 * 1024], [40_000]]) {
         const { stream, outcome } = reader(declared, 1024 * 1024)
         for (let at = 0, i = 0; at < body.length; i++) {
           const size = sizes[i % sizes.length]!
@@ -65,6 +65,37 @@ describe('readBodyBytes', () => {
     const { err } = await broken.outcome
     assert.equal(err?.message, 'aborted')
     assert.equal(err?.statusCode, 400)
+  })
+
+  it('holds no room ahead of what came: a byte on each of many bodies, half a body in large pieces', async () => {
+    const memory = () => {
+      collector()!({ type: 'major' })
+      const { heapUsed, arrayBuffers } = process.memoryUsage()
+      return heapUsed + arrayBuffers
+    }
+    const open: ReturnType<typeof reader>[] = []
+    let before = memory()
+    for (let r = 0; r < 2000; r++) {
+      const one = reader('1000000', 1024 * 1024)
+      one.stream.write(Buffer.from([r & 0xff]))
+      open.push(one)
+    }
+    await new Promise((resolve) => setImmediate(resolve))
+    const perByte = (memory() - before) / 2000
+    assert.ok(perByte < 2048, `a body of one byte held ${perByte.toFixed(0)} bytes`)
+    for (const { stream } of open.splice(0)) stream.destroy(new Error('gone'))
+    before = memory()
+    const sent = 40 * (512 * 1024 + 1)
+    for (let r = 0; r < 40; r++) {
+      const half = reader('1048576', 1024 * 1024)
+      for (let i = 0; i < 8; i++) half.stream.write(Buffer.alloc(64 * 1024, r))
+      half.stream.write(Buffer.from([r]))
+      open.push(half)
+    }
+    await new Promise((resolve) => setImmediate(resolve))
+    const held = memory() - before
+    assert.ok(held < 1.25 * sent, `${sent} bytes sent held ${held}`)
+    for (const { stream } of open) stream.destroy(new Error('gone'))
   })
 
   it('a body trickled a byte a chunk and never ended holds about its size, not an object per chunk', async () => {
