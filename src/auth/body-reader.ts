@@ -39,7 +39,12 @@ export function readBodyBytes(
   const closeGather = () => {
     if (gather === undefined) return
     // Cut to what it holds, so that a body held long holds no unused room.
-    parts.push(gathered === gather.length ? gather : Buffer.from(gather.subarray(0, gathered)))
+    if (gathered === gather.length) parts.push(gather)
+    else {
+      const exact = Buffer.allocUnsafeSlow(gathered)
+      gather.copy(exact, 0, 0, gathered)
+      parts.push(exact)
+    }
     gather = undefined
     gathered = 0
   }
@@ -59,12 +64,14 @@ export function readBodyBytes(
       if (gathered + chunk.length > GATHER_MOST) closeGather()
       else {
         // Twice what it holds, so that what is unused is never more than what is held.
-        const grown = Buffer.allocUnsafe(Math.min(GATHER_MOST, Math.max(2 * gathered, gathered + chunk.length)))
+        const grown = Buffer.allocUnsafeSlow(Math.min(GATHER_MOST, Math.max(2 * gathered, gathered + chunk.length)))
         gather.copy(grown, 0, 0, gathered)
         gather = grown
       }
     }
-    gather ??= Buffer.allocUnsafe(chunk.length)
+    // Outside Node.js's shared pool unless this chunk ends the body: a slice of the pool keeps its
+    // whole slab (64 KiB) alive for as long as a body that stops short is held.
+    gather ??= received === declared ? Buffer.allocUnsafe(chunk.length) : Buffer.allocUnsafeSlow(chunk.length)
     chunk.copy(gather, gathered)
     gathered += chunk.length
   }

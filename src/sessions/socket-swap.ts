@@ -253,7 +253,8 @@ export class PhoenixFrames {
   #hold(data: Buffer, at: number, need: number): void {
     const have = data.length - at
     // A frame's bytes in one buffer of its size (a head not yet whole: its bytes alone).
-    this.#held = Buffer.allocUnsafe(need === 0 ? have : need)
+    // Outside Node.js's shared pool: a slice of it would keep its whole slab (64 KiB) alive while held.
+    this.#held = Buffer.allocUnsafeSlow(need === 0 ? have : need)
     data.copy(this.#held, 0, at)
     this.#heldLength = have
     this.#need = need
