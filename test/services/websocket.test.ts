@@ -15,8 +15,11 @@ interface SocketUpstream {
   sockets: Duplex[]
   /** Every byte the upstream received after its handshakes, in order. */
   received: Buffer[]
-  /** How the next handshake is answered: accepted (echoing what it receives) or refused. */
-  mode: 'accept' | 'refuse'
+  /**
+   * How the next handshake is answered: accepted (echoing what it receives), accepted without an
+   * echo (`quiet`: a browser fails a socket on the masked frames an echo sends it), or refused.
+   */
+  mode: 'accept' | 'quiet' | 'refuse'
   close(): Promise<void>
 }
 
@@ -55,9 +58,10 @@ async function startSocketUpstream(): Promise<SocketUpstream> {
         '\r\n',
     )
     state.sockets.push(socket)
+    const echo = state.mode === 'accept'
     socket.on('data', (c: Buffer) => {
       state.received.push(c)
-      socket.write(c)
+      if (echo) socket.write(c)
     })
     socket.on('error', () => socket.destroy())
   })
@@ -431,6 +435,9 @@ test(
   { skip: (await chromiumUnavailableReason()) ?? false, timeout: 120_000 },
   async () => {
     const up = await startSocketUpstream()
+    // No echo: the client's masked frames sent back would reach the page before the close frame at
+    // times, and Chromium fails a socket whose server masks a frame (1006), whatever authgate sends.
+    up.mode = 'quiet'
     const key = { id: 'k1', key: randomBytes(32) }
     const h = await withServices({ urls: { realtime: up.url } }, {}, { sessions: { mode: 'on', keys: [key] } })
     h.upstream.handler = (_req, res) => {
