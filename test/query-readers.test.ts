@@ -83,12 +83,6 @@ const ALLOWED: ReadonlyArray<{ file: string; where: string; kind: Kind; why: str
     why: "authgate's own consent page reads its own link's authorization_id (Fastify's parser: a repeated name is an array, refused); no backend reads this query, the id goes on in a path authgate builds",
   },
   {
-    file: 'auth/consent-page/index.ts',
-    where: 'mountConsentPage',
-    kind: 'URLSearchParams(text)',
-    why: "the consent page's own form body (not a query), read only by authgate, first value of a name",
-  },
-  {
     file: 'sessions/answer.ts',
     where: 'splitSessionRedirect',
     kind: 'URLSearchParams(text)',

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { EventEmitter } from 'node:events'
 import { PassThrough } from 'node:stream'
 import { describe, it } from 'node:test'
-import { collector } from '../../src/core/collector.ts'
 import { readBodyBytes } from '../../src/auth/body-reader.ts'
+import { heldMemory } from '../support/held-memory.ts'
 
 /**
  * A reader fed by hand: each `data` event delivered at once, as a socket's are, with nothing of a
@@ -87,28 +87,18 @@ describe('readBodyBytes', () => {
   })
 
   it('holds no room ahead of what came: a byte on each of many bodies, half a body in large pieces', async () => {
-    // After a full collection V8's sweeper frees dead buffers' memory on a thread of its own: read once
-    // a second collection after a pause has found nothing more to free of it.
-    const memory = async () => {
-      collector()!({ type: 'major' })
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      collector()!({ type: 'major' })
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      const { heapUsed, arrayBuffers } = process.memoryUsage()
-      return heapUsed + arrayBuffers
-    }
     const open: ReturnType<typeof fedReader>[] = []
-    let before = await memory()
+    let before = await heldMemory()
     for (let r = 0; r < 2000; r++) {
       const one = fedReader('1000000', 1024 * 1024)
       one.stream.write(Buffer.from([r & 0xff]))
       open.push(one)
     }
     await new Promise((resolve) => setImmediate(resolve))
-    const perByte = ((await memory()) - before) / 2000
+    const perByte = ((await heldMemory()) - before) / 2000
     assert.ok(perByte < 2048, `a body of one byte held ${perByte.toFixed(0)} bytes`)
     for (const { stream } of open.splice(0)) stream.destroy(new Error('gone'))
-    before = await memory()
+    before = await heldMemory()
     const sent = 40 * (512 * 1024 + 1)
     for (let r = 0; r < 40; r++) {
       const half = fedReader('1048576', 1024 * 1024)
@@ -117,7 +107,7 @@ describe('readBodyBytes', () => {
       open.push(half)
     }
     await new Promise((resolve) => setImmediate(resolve))
-    const held = (await memory()) - before
+    const held = (await heldMemory()) - before
     assert.ok(held < 1.25 * sent, `${sent} bytes sent held ${held}`)
     for (const { stream } of open) stream.destroy(new Error('gone'))
   })
@@ -128,17 +118,7 @@ describe('readBodyBytes', () => {
     // a small share of each one's figure.
     const readers = 24
     const bytes = 60_000
-    // After a full collection V8's sweeper frees dead buffers' memory on a thread of its own: read once
-    // a second collection after a pause has found nothing more to free of it.
-    const memory = async () => {
-      collector()!({ type: 'major' })
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      collector()!({ type: 'major' })
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      const { heapUsed, arrayBuffers } = process.memoryUsage()
-      return heapUsed + arrayBuffers
-    }
-    const before = await memory()
+    const before = await heldMemory()
     const open = []
     for (let r = 0; r < readers; r++) {
       const { stream, outcome } = fedReader('1000000', 1024 * 1024)
@@ -147,7 +127,7 @@ describe('readBodyBytes', () => {
       await new Promise((resolve) => setImmediate(resolve))
       open.push({ stream, outcome })
     }
-    const held = (await memory()) - before
+    const held = (await heldMemory()) - before
     assert.ok(held < readers * 2 * bytes, `held ${(held / readers / 1024).toFixed(0)} KiB a body of ${bytes} bytes`)
     for (const { stream } of open) stream.destroy(new Error('gone'))
     for (const { outcome } of open) assert.equal((await outcome).err?.message, 'gone')

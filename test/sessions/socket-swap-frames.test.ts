@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { collector } from '../../src/core/collector.ts'
 import { holdsNeedle, MAX_STRUCTURE, PhoenixFrames, type TokenSwap } from '../../src/sessions/socket-swap.ts'
+import { heldMemory } from '../support/held-memory.ts'
 
 /**
  * The swap's parser reads frames in place and sends runs of them in one piece; these compare what
@@ -320,17 +320,7 @@ describe("Realtime's socket: the swap's parser against a plain reading of the fr
     const whole = encode(0x81, payload, m)
     // Enough sockets that what else the process allocates meanwhile is a small share of each one's figure.
     const sockets = 24
-    // After a full collection V8's sweeper frees dead buffers' memory on a thread of its own: read once
-    // a second collection after a pause has found nothing more to free of it.
-    const memory = async () => {
-      collector()!({ type: 'major' })
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      collector()!({ type: 'major' })
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      const { heapUsed, arrayBuffers } = process.memoryUsage()
-      return heapUsed + arrayBuffers
-    }
-    const before = await memory()
+    const before = await heldMemory()
     const all: PhoenixFrames[] = []
     const sent: Buffer[] = []
     for (let s = 0; s < sockets; s++) {
@@ -344,7 +334,7 @@ describe("Realtime's socket: the swap's parser against a plain reading of the fr
         assert.equal(frames.read(Buffer.from(whole.subarray(at, at + 1))), undefined)
       all.push(frames)
     }
-    const held = (await memory()) - before
+    const held = (await heldMemory()) - before
     assert.equal(sent.length, 0, 'nothing of an unfinished frame is sent')
     assert.ok(held < sockets * 128 * 1024, `held ${(held / sockets / 1024).toFixed(0)} KiB a socket`)
     // The last byte: the frame leaves whole, as it came.

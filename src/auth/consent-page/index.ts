@@ -16,6 +16,7 @@ import { backendIssuer, withIssuer } from '../oauth-conformance.ts'
 import { consentPage, messagePage, signInPage } from './html.ts'
 import { TICKET_PARAM, type ConsentTickets } from './ticket.ts'
 import { readBodyBytes } from '../body-reader.ts'
+import { backendValues } from '../../core/go-values.ts'
 
 /**
  * authgate's own OAuth consent page (AUTHGATE_OAUTH_CONSENT_PAGE), where Supabase Auth's
@@ -344,12 +345,10 @@ export async function mountConsentPage(app: FastifyInstance, options: ConsentPag
     // Read by the auth routes' reader (one buffer, not a Buffer per segment a slow client sends).
     const limit = 16 * 1024
     scope.addContentTypeParser('application/x-www-form-urlencoded', { bodyLimit: limit }, (request, payload, done) =>
-      readBodyBytes(payload, request.headers['content-length'], limit, (err, bytes) => {
-        if (err !== null) return done(err, undefined)
-        const out: Record<string, string> = {}
-        for (const [k, v] of new URLSearchParams(bytes!.toString('utf8'))) if (!(k in out)) out[k] = v
-        done(null, out)
-      }),
+      readBodyBytes(payload, request.headers['content-length'], limit, (err, bytes) =>
+        // The first value of each name, read as the auth routes read their forms and queries.
+        err === null ? done(null, backendValues(bytes!.toString('utf8'))) : done(err, undefined),
+      ),
     )
     scope.route({ method: 'GET', url: path, exposeHeadRoute: false, schema: { hide: true }, handler: get })
     scope.route({
