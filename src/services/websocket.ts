@@ -309,13 +309,19 @@ export function relayWebSockets(
         let whenClosed: () => void = () => {}
         const done = new Promise<void>((resolve) => (whenClosed = resolve))
         let closeCode = GOING_AWAY
+        /**
+         * Whether the close frame went out: not when Realtime's frame in transit did not end within
+         * the grace, nor when either side closed first.
+         */
+        let closeFrameSent = false
         const stop = (code = GOING_AWAY, reason = ''): Promise<void> => {
           if (closed || stopping !== undefined) return done
           closeCode = code
-          const cut = setTimeout(() => socket.destroy(), STOP_GRACE_MS)
+          const grace = setTimeout(() => socket.destroy(), STOP_GRACE_MS)
           stopping = () => {
             stopping = () => {}
-            clearTimeout(cut)
+            clearTimeout(grace)
+            closeFrameSent = true
             socket.unpipe(upSocket)
             upSocket.destroy()
             socket.end(closeFrame(code, reason))
@@ -350,7 +356,8 @@ export function relayWebSockets(
               durationMs: Math.round(durationMs),
               bytesIn: sent,
               bytesOut: received,
-              ...(stopping !== undefined ? { closeCode } : {}),
+              // The close frame's code when authgate wrote one; a socket it stopped without one says so.
+              ...(stopping === undefined ? {} : closeFrameSent ? { closeCode } : { closedWithoutFrame: true }),
             },
             'websocket closed',
           )

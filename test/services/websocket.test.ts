@@ -8,6 +8,7 @@ import { StandIns } from '../../src/sessions/stand-ins.ts'
 import { loadRateLimitSettings } from '../../src/settings.ts'
 import { chromiumUnavailableReason, launchChromium } from '../../e2e/support/chromium.ts'
 import { ANON, PUBLISHABLE, withServices } from './support.ts'
+import { logCapture } from '../support/log-capture.ts'
 
 interface SocketUpstream {
   url: string
@@ -269,7 +270,8 @@ test('stopping authgate closes its sockets; an unreachable Realtime is 502', asy
 
 test('stopping authgate sends each client a close frame 1001 after the frame Realtime is in the middle of', async () => {
   const up = await startSocketUpstream()
-  const h = await withServices({ urls: { realtime: up.url } })
+  const logs = logCapture()
+  const h = await withServices({ urls: { realtime: up.url } }, {}, { logger: { stream: logs.stream } })
   const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
   try {
     assert.match(client.head, / 101 /)
@@ -286,6 +288,32 @@ test('stopping authgate sends each client a close frame 1001 after the frame Rea
     await client.closed
     await stopped
     assert.ok(client.received().equals(Buffer.concat([frame, Buffer.from([0x88, 0x02, 0x03, 0xe9])])))
+    const closed = logs.lines.find((l) => l.msg === 'websocket closed')
+    assert.equal(closed?.closeCode, 1001)
+    assert.equal(closed?.closedWithoutFrame, undefined)
+  } finally {
+    await h.close().catch(() => {})
+    await up.close()
+  }
+})
+
+test("a socket whose Realtime frame does not end within the stop's grace is cut, and its log line says it got no close frame", async () => {
+  const up = await startSocketUpstream()
+  const logs = logCapture()
+  const h = await withServices({ urls: { realtime: up.url } }, {}, { logger: { stream: logs.stream } })
+  const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+  try {
+    assert.match(client.head, / 101 /)
+    await until(() => up.sockets.length === 1)
+    // The head of a 300-byte frame and part of it; the rest never comes.
+    up.sockets[0]!.write(Buffer.concat([Buffer.from([0x81, 126, 300 >> 8, 300 & 0xff]), Buffer.alloc(50, 0x61)]))
+    await until(() => client.received().length === 54)
+    await h.close()
+    await client.closed
+    assert.equal(client.received().length, 54, 'no close frame inside the frame in transit')
+    const closed = logs.lines.find((l) => l.msg === 'websocket closed')
+    assert.equal(closed?.closedWithoutFrame, true)
+    assert.equal(closed?.closeCode, undefined)
   } finally {
     await h.close().catch(() => {})
     await up.close()
