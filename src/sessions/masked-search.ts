@@ -32,7 +32,7 @@ import { compiledSoon } from '../wasm-budget.ts'
  * swap would pass as they are (no masked text frame with `_` or `\` in it) are skipped in one
  * call, so the swap's JavaScript reads a frame's head only where it must (a frame cut by the
  * chunk's end, the 8-byte length form, a possible key). Per bench broadcast the parser went from
- * 471 to 289 instructions with it (docs/decisions.md, D223), the walk itself from about 185 to 125
+ * 471 to 289 instructions with it (docs/decisions.md, D223), the walk itself from 170 to 128
  * with its masked comparison (D265).
  *
  * A block starts at a payload offset that is a multiple of 4, so one vector of the mask unmasks all
