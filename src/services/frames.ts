@@ -29,7 +29,20 @@ export class FrameCursor {
     let at = this.#payloadLeft
     while (at < end) {
       if (end - at < 2) break
-      const b1 = chunk[at + 1]!
+      let b1 = chunk[at + 1]!
+      // Realtime's usual frame: a server's, unmasked, its length in its second byte (under 126).
+      // A run of them is skipped by their 2-byte heads alone, the position a small integer (the
+      // chunk's length is checked to keep it one: a socket's chunks are 64 KiB at most).
+      if (b1 < 126 && end < 0x7fff_0000) {
+        let p = at | 0
+        do {
+          p = (p + 2 + b1) | 0
+          if (end - p < 2) break
+          b1 = chunk[p + 1]!
+        } while (b1 < 126)
+        at = p
+        continue
+      }
       const short = b1 & 0x7f
       const size = 2 + (short < 126 ? 0 : short === 126 ? 2 : 8) + ((b1 & 0x80) !== 0 ? 4 : 0)
       if (end - at < size) break

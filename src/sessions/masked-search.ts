@@ -27,21 +27,23 @@ import { compiledSoon } from '../wasm-budget.ts'
  *     if hits: return min(i + ctz(hits), len)    ;; nor do bytes past the payload
  *     i += 16
  *
- * A second function, `walk` (its comment below), goes over a chunk's frames with the same search:
- * the frames the swap would pass as they are (no masked text frame with `_` or `\` in it) are
- * skipped in one call, so the swap's JavaScript reads a frame's head only where it must (a frame
- * cut by the chunk's end, the 8-byte length form, a possible key). Per bench broadcast the parser
- * went from 471 to 289 instructions with it (docs/decisions.md, D223).
+ * A second function, `walk` (its comment below), goes over a chunk's frames with a search of its
+ * own (the payload's bytes compared still masked, the hits of a frame tested once): the frames the
+ * swap would pass as they are (no masked text frame with `_` or `\` in it) are skipped in one
+ * call, so the swap's JavaScript reads a frame's head only where it must (a frame cut by the
+ * chunk's end, the 8-byte length form, a possible key). Per bench broadcast the parser went from
+ * 471 to 289 instructions with it (docs/decisions.md, D223), the walk itself from 170 to 128
+ * with its masked comparison (D265).
  *
  * A block starts at a payload offset that is a multiple of 4, so one vector of the mask unmasks all
- * of its bytes. The 16-byte loads may read up to 15 bytes past the payload (`walk`'s pairs of
- * blocks: 31): the memory has room for them, and what they hold is cut off by the `min`.
+ * of its bytes. The 16-byte loads may read up to 15 bytes past the payload: the memory has room
+ * for them, and what they hold is cut off (by `find`'s `min`, from `walk`'s tail's bitmask).
  */
 
 /** Bytes the module's memory holds: the largest span copied (a frame read whole is at most 64 KiB and 14 bytes of head). */
 const SPAN = 128 * 1024
-/** Room past a span for the last pair of blocks' 16-byte loads. */
-const SLACK = 32
+/** Room past a span for a last block's 16-byte load. */
+const SLACK = 16
 const PAGES = Math.ceil((SPAN + SLACK) / 65_536)
 
 const I32 = 0x7f
@@ -87,11 +89,11 @@ const loadMask = (payload: number[], mask: number) => [
  * The 16 bytes at `base + i` unmasked (`bytes` keeps them) and compared with `_` and `\`: one bit
  * a byte, set for a hit (i8x16.bitmask), left on the stack. Both functions' inner step.
  */
-const blockHits = (base: number, i: number, mask: number, bytes: number, offset = 0) => [
+const blockHits = (base: number, i: number, mask: number, bytes: number) => [
   local.get(base),
   local.get(i),
   [0x6a], // i32.add
-  [...simd(0x00), 0, offset], // v128.load align=1 offset (below 128: one byte)
+  [...simd(0x00), 0, 0], // v128.load align=1 offset=0
   local.get(mask),
   simd(0x51), // v128.xor
   local.tee(bytes),
@@ -99,6 +101,40 @@ const blockHits = (base: number, i: number, mask: number, bytes: number, offset 
   simd(0x23), // i8x16.eq
   local.get(bytes),
   splat16(0x5c), // v128.const
+  simd(0x23), // i8x16.eq
+  simd(0x50), // v128.or
+  simd(0x64), // i8x16.bitmask
+]
+
+/** The 16 bytes at `base + i + offset` compared, still masked, with `t1` and `t2`: the hits ORed into `acc`. */
+const accumulate = (base: number, i: number, t1: number, t2: number, bytes: number, acc: number, offset: number) => [
+  local.get(base),
+  local.get(i),
+  [0x6a], // i32.add
+  [...simd(0x00), 0, offset], // v128.load align=1 offset (below 128: one byte)
+  local.tee(bytes),
+  local.get(t1),
+  simd(0x23), // i8x16.eq
+  local.get(bytes),
+  local.get(t2),
+  simd(0x23), // i8x16.eq
+  simd(0x50), // v128.or
+  local.get(acc),
+  simd(0x50), // v128.or
+  local.set(acc),
+]
+
+/** The 16 bytes at `base + i` compared, still masked, with `t1` and `t2`: one bit a hit, on the stack. */
+const maskedHits = (base: number, i: number, t1: number, t2: number, bytes: number) => [
+  local.get(base),
+  local.get(i),
+  [0x6a], // i32.add
+  [...simd(0x00), 0, 0], // v128.load align=1 offset=0
+  local.tee(bytes),
+  local.get(t1),
+  simd(0x23), // i8x16.eq
+  local.get(bytes),
+  local.get(t2),
   simd(0x23), // i8x16.eq
   simd(0x50), // v128.or
   simd(0x64), // i8x16.bitmask
@@ -173,15 +209,28 @@ const body: number[] = [
  *     payload = pos + size
  *     if payload + len > end: return pos
  *     if mem[pos] == 0x81 and b1 & 0x80:
- *       (find's loop over the payload, its mask at payload - 4, 32 bytes a turn: the second
- *       block's hits in the upper 16 bits): a hit before len: return pos
+ *       mask = i32x4.splat(i32.load(payload - 4))
+ *       t1 = v128.xor(mask, splat 0x5f); t2 = v128.xor(mask, splat 0x5c)   ;; `_` and `\` masked
+ *       acc = 0; i = 0
+ *       while i + 32 <= len:                   ;; two blocks a turn, their hits ORed into acc
+ *         acc |= eq(load(payload + i), t1) | eq(load(payload + i), t2) | (the same at i + 16)
+ *         i += 32
+ *       if i + 16 <= len: acc |= (the block at i); i += 16
+ *       tail = i8x16.bitmask(eq(load(payload + i), t1) | eq(…, t2)) & ((1 << (len - i)) - 1)
+ *       if tail or v128.any_true(acc): return pos
  *     pos = payload + len
+ *
+ * Whether a masked text frame holds a candidate is all `walk` answers (where is `find`'s, on the
+ * frame `#read` then reads), so its payload is compared still masked, with `_` and `\` masked as
+ * its bytes are (a byte unmasks to `_` exactly when it equals `_` masked), and the hits of its
+ * blocks gathered in one vector tested once a frame: no unmasking, no test per block. The tail's
+ * bytes past the payload are cut off from its bitmask; every other block lies within it.
  */
 const WALK_POS = 0
 const WALK_END = 1
-const [W_B1, W_SIZE, W_LEN, W_I, W_PAYLOAD, W_HITS, W_MASK, W_BYTES] = [2, 3, 4, 5, 6, 7, 8, 9]
+const [W_B1, W_SIZE, W_LEN, W_I, W_PAYLOAD, W_MASK, W_BYTES, W_T1, W_T2, W_ACC] = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 const walkBody: number[] = [
-  [2, 6, I32, 2, V128], // locals: b1, size, len, i, payload, hits (i32); mask, bytes (v128)
+  [2, 5, I32, 5, V128], // locals: b1, size, len, i, payload (i32); mask, bytes, t1, t2, acc (v128)
   [0x02, 0x40], // block (out)
   [0x03, 0x40], // loop (frame)
   local.get(WALK_END),
@@ -251,36 +300,61 @@ const walkBody: number[] = [
   [0x71], // i32.and
   [0x04, 0x40], // if (a masked text frame)
   loadMask(local.get(W_PAYLOAD), W_MASK),
+  local.get(W_MASK),
+  splat16(0x5f),
+  simd(0x51), // v128.xor: `_` masked as the payload's bytes are
+  local.set(W_T1),
+  local.get(W_MASK),
+  splat16(0x5c),
+  simd(0x51), // v128.xor: `\` masked
+  local.set(W_T2),
+  splat16(0),
+  local.set(W_ACC),
   i32(0),
   local.set(W_I),
-  [0x02, 0x40], // block (clean)
-  [0x03, 0x40], // loop (32 bytes: two blocks of 16)
+  [0x02, 0x40], // block (pairs)
+  [0x03, 0x40], // loop (32 bytes)
   local.get(W_I),
-  local.get(W_LEN),
-  [0x4f], // i32.ge_u
-  [0x0d, 1], // br_if clean
-  blockHits(W_PAYLOAD, W_I, W_MASK, W_BYTES),
-  blockHits(W_PAYLOAD, W_I, W_MASK, W_BYTES, 16),
-  i32(16),
-  [0x74], // i32.shl
-  [0x72], // i32.or
-  local.tee(W_HITS),
-  [0x04, 0x40], // if (hits)
-  local.get(W_I),
-  local.get(W_HITS),
-  [0x68], // i32.ctz
+  i32(32),
   [0x6a], // i32.add
   local.get(W_LEN),
-  [0x49], // i32.lt_u
-  [0x0d, 5], // br_if out
-  [0x0b], // end (if hits)
+  [0x4b], // i32.gt_u
+  [0x0d, 1], // br_if pairs
+  accumulate(W_PAYLOAD, W_I, W_T1, W_T2, W_BYTES, W_ACC, 0),
+  accumulate(W_PAYLOAD, W_I, W_T1, W_T2, W_BYTES, W_ACC, 16),
   local.get(W_I),
   i32(32),
   [0x6a], // i32.add
   local.set(W_I),
   [0x0c, 0], // br (32 bytes)
   [0x0b], // end (loop)
-  [0x0b], // end (clean)
+  [0x0b], // end (pairs)
+  local.get(W_I),
+  i32(16),
+  [0x6a], // i32.add
+  local.get(W_LEN),
+  [0x4d], // i32.le_u
+  [0x04, 0x40], // if (16 more)
+  accumulate(W_PAYLOAD, W_I, W_T1, W_T2, W_BYTES, W_ACC, 0),
+  local.get(W_I),
+  i32(16),
+  [0x6a], // i32.add
+  local.set(W_I),
+  [0x0b], // end (if)
+  // the tail, under 16 bytes: its hits past the payload cut off
+  maskedHits(W_PAYLOAD, W_I, W_T1, W_T2, W_BYTES),
+  i32(1),
+  local.get(W_LEN),
+  local.get(W_I),
+  [0x6b], // i32.sub
+  [0x74], // i32.shl
+  i32(1),
+  [0x6b], // i32.sub
+  [0x71], // i32.and
+  local.get(W_ACC),
+  simd(0x53), // v128.any_true
+  [0x72], // i32.or
+  [0x0d, 2], // br_if out (if a masked text frame, loop frame -> block out)
   [0x0b], // end (if a masked text frame)
   local.get(W_PAYLOAD),
   local.get(W_LEN),

@@ -153,4 +153,24 @@ describe("the stand-in swap's walk over the frames it passes as they are", () =>
       { numRuns: 2000 },
     )
   })
+
+  it('finds a lone `_` or `\\` at every offset of payloads of every length up to 160 bytes, no near miss, nothing past the end', () => {
+    // Each payload is plain text but for one byte, and what follows it unmasks to `_` under its
+    // mask: every block of the payload (the pairs, the single one, the tail cut at the payload's
+    // end) is searched, and nothing past it.
+    const mask = Buffer.from([0x3c, 0xa5, 0x0f, 0xd2])
+    for (let length = 0; length <= 160; length++)
+      for (let k = -1; k < length; k++)
+        for (const byte of [0x5f, 0x5c, 0x5d, 0x5e]) {
+          // k = -1: the payload without the byte.
+          const payload = new Uint8Array(length).fill(0x61)
+          if (k >= 0) payload[k] = byte
+          const after = Uint8Array.from({ length: 40 }, (_, j) => 0x5f ^ mask[(length + j) & 3]!)
+          const data = Buffer.concat([frameBytes(0x81, payload, mask, false), after])
+          const end = data.length - after.length
+          forgetCopy()
+          const stops = k >= 0 && (byte === 0x5f || byte === 0x5c)
+          assert.equal(skipFrames(data, 0, end), stops ? 0 : end, `${length} ${k} ${byte}`)
+        }
+  })
 })
