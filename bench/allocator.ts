@@ -1,8 +1,8 @@
 /**
  * The memory allocator authgate runs with in the container image (Dockerfile; docs/decisions.md,
- * D146, D180): jemalloc preloaded, with its background thread returning freed pages to the system,
- * and glibc's two arenas for the case it is not loaded. The bench and the soak start authgate the
- * same way, so that their memory figures are the image's.
+ * D146, D180, D276): jemalloc preloaded, with its background thread returning freed pages to the
+ * system within a second of their freeing, and glibc's two arenas for the case it is not loaded.
+ * The bench and the soak start authgate the same way, so that their memory figures are the image's.
  */
 import { existsSync } from 'node:fs'
 
@@ -19,7 +19,9 @@ export const JEMALLOC = CANDIDATES.find((path) => existsSync(path))
 export function imageAllocatorEnv(): Record<string, string> {
   return {
     MALLOC_ARENA_MAX: '2',
-    ...(JEMALLOC === undefined ? {} : { LD_PRELOAD: JEMALLOC, MALLOC_CONF: 'background_thread:true' }),
+    ...(JEMALLOC === undefined
+      ? {}
+      : { LD_PRELOAD: JEMALLOC, MALLOC_CONF: 'background_thread:true,dirty_decay_ms:1000' }),
   }
 }
 
@@ -27,4 +29,4 @@ export function imageAllocatorEnv(): Record<string, string> {
 export const allocatorLabel =
   JEMALLOC === undefined
     ? 'glibc malloc with MALLOC_ARENA_MAX=2 (jemalloc not installed: not as the image runs)'
-    : 'jemalloc (MALLOC_CONF=background_thread:true)'
+    : 'jemalloc (MALLOC_CONF=background_thread:true,dirty_decay_ms:1000)'

@@ -21,7 +21,9 @@
  * request as each answer comes. First `--warmup` requests unmeasured and uninstrumented (V8 tiers
  * up on its own counts, whatever the speed), then `--windows` windows of `--requests` each, between
  * which callgrind's counters are zeroed and dumped (its monitor commands, through vgdb): only the
- * windows count, not the start-up nor the warm-up. Each answer's status is checked. The figure is
+ * windows count, not the start-up nor the warm-up. Each answer's status is checked. The 429 case
+ * has bench/run.ts's two rows, the memory store and (when a Redis answers on 127.0.0.1:6379) the
+ * Redis store, for authgate and the baseline. The figure is
  * the windows' instructions over their units; "spread of windows" is how far the windows of one
  * process are apart, "spread of processes" how far fresh processes are (--processes). A process
  * whose windows still fall one after another was not warm: the table says so. 4,000 requests were
@@ -225,10 +227,26 @@ interface Peer {
   launch(c: Case, ports: SlotPorts): Launch | undefined
 }
 
-/** authgate in a case, configured as bench/run.ts's authgate rows are (the memory store for the 429). */
-function authgateLaunch(cwd: string, forward: Record<string, string>) {
+/**
+ * authgate in a case, configured as bench/run.ts's authgate rows are (the memory store for the 429).
+ * With `redis`, the row bench/run.ts calls authgate (Redis store): the 429 case only, its limit in
+ * the shared Redis (its own key prefix), refusals answered from the deny cache.
+ */
+function authgateLaunch(cwd: string, forward: Record<string, string>, redis?: { prefix: string }) {
   return (c: Case, ports: SlotPorts): Launch | undefined => {
     if (c.protectOnly) return undefined
+    if (redis !== undefined) {
+      if (!c.limited) return undefined
+      const env = {
+        ...authgateEnv(ports.limited, PORTS.backend),
+        AUTHGATE_REDIS_URL: 'redis://127.0.0.1:6379',
+        AUTHGATE_REDIS_KEY_PREFIX: `${redis.prefix}${ports.limited}:`,
+        // Some 50 × slower under callgrind: the default 100 ms is a round trip of 2 ms natively, which
+        // a turn of 16 requests outlasts, and every decision then fails open (a 200, the forwarding).
+        AUTHGATE_REDIS_TIMEOUT: '10s',
+      }
+      return { args: SERVICE_ARGS, env, cwd, port: ports.limited }
+    }
     // Realtime's socket: cookie sessions on, as bench/run.ts's authgate (cookie sessions) row.
     if (c.socket)
       return {
@@ -244,15 +262,26 @@ function authgateLaunch(cwd: string, forward: Record<string, string>) {
 }
 const want = (name: string) => PEER_FILTER.some((f) => name.startsWith(f))
 const peers: Peer[] = []
+// The Redis store's rows when a Redis answers on 127.0.0.1:6379, as in bench/run.ts.
+const redisUp =
+  have('redis-cli') && spawnSync('redis-cli', ['-h', '127.0.0.1', 'ping']).stdout?.toString().trim() === 'PONG'
+const redisPrefix = `bench-instructions:${process.pid}:`
 if (want('authgate')) {
   execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' })
   peers.push({ name: 'authgate', launch: authgateLaunch(ROOT, UNLIMITED) })
+  if (redisUp)
+    peers.push({ name: 'authgate (Redis store)', launch: authgateLaunch(ROOT, UNLIMITED, { prefix: redisPrefix }) })
 }
 if (opts.baseline) {
   const dir = join(DIR, 'baseline')
   mkdirSync(dir)
   const forward = buildBaseline(opts.baseline, dir)
   peers.push({ name: `authgate @${opts.baseline}`, launch: authgateLaunch(dir, forward) })
+  if (redisUp)
+    peers.push({
+      name: `authgate @${opts.baseline} (Redis store)`,
+      launch: authgateLaunch(dir, forward, { prefix: `${redisPrefix}baseline:` }),
+    })
 }
 for (const floor of FLOORS.filter((f) => want(f.want)))
   peers.push({
