@@ -106,8 +106,8 @@ const blockHits = (base: number, i: number, mask: number, bytes: number) => [
   simd(0x64), // i8x16.bitmask
 ]
 
-/** The 16 bytes at `base + i + offset` compared, still masked, with `t1` and `t2`: the hits ORed into `acc`. */
-const accumulate = (base: number, i: number, t1: number, t2: number, bytes: number, acc: number, offset: number) => [
+/** The 16 bytes at `base + i + offset` compared, still masked, with `t1` and `t2`: a hit a byte, on the stack. */
+const maskedCompare = (base: number, i: number, t1: number, t2: number, bytes: number, offset: number) => [
   local.get(base),
   local.get(i),
   [0x6a], // i32.add
@@ -119,24 +119,19 @@ const accumulate = (base: number, i: number, t1: number, t2: number, bytes: numb
   local.get(t2),
   simd(0x23), // i8x16.eq
   simd(0x50), // v128.or
+]
+
+/** maskedCompare's hits ORed into `acc`. */
+const accumulate = (base: number, i: number, t1: number, t2: number, bytes: number, acc: number, offset: number) => [
+  ...maskedCompare(base, i, t1, t2, bytes, offset),
   local.get(acc),
   simd(0x50), // v128.or
   local.set(acc),
 ]
 
-/** The 16 bytes at `base + i` compared, still masked, with `t1` and `t2`: one bit a hit, on the stack. */
+/** maskedCompare's hits at `base + i`, one bit a byte, on the stack. */
 const maskedHits = (base: number, i: number, t1: number, t2: number, bytes: number) => [
-  local.get(base),
-  local.get(i),
-  [0x6a], // i32.add
-  [...simd(0x00), 0, 0], // v128.load align=1 offset=0
-  local.tee(bytes),
-  local.get(t1),
-  simd(0x23), // i8x16.eq
-  local.get(bytes),
-  local.get(t2),
-  simd(0x23), // i8x16.eq
-  simd(0x50), // v128.or
+  ...maskedCompare(base, i, t1, t2, bytes, 0),
   simd(0x64), // i8x16.bitmask
 ]
 

@@ -268,14 +268,32 @@ test('stopping authgate closes its sockets; an unreachable Realtime is 502', asy
   }
 })
 
-test('stopping authgate sends each client a close frame 1001 after the frame Realtime is in the middle of', async () => {
+/**
+ * A socket relayed to a fresh upstream, its 101 read and the upstream's side open, with authgate's
+ * log lines kept: the stop tests' start. `closed()` is the relay's one "websocket closed" line.
+ */
+async function relayedSocketWithLogs() {
   const up = await startSocketUpstream()
   const logs = logCapture()
   const h = await withServices({ urls: { realtime: up.url } }, {}, { logger: { stream: logs.stream } })
   const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+  assert.match(client.head, / 101 /)
+  await until(() => up.sockets.length === 1)
+  return {
+    up,
+    h,
+    client,
+    closed: () => logs.lines.find((l) => l.msg === 'websocket closed'),
+    close: async () => {
+      await h.close().catch(() => {})
+      await up.close()
+    },
+  }
+}
+
+test('stopping authgate sends each client a close frame 1001 after the frame Realtime is in the middle of', async () => {
+  const { up, h, client, closed, close } = await relayedSocketWithLogs()
   try {
-    assert.match(client.head, / 101 /)
-    await until(() => up.sockets.length === 1)
     // A 300-byte text frame from Realtime (16-bit length), its first part sent before the stop.
     const payload = Buffer.alloc(300, 0x61)
     const frame = Buffer.concat([Buffer.from([0x81, 126, 300 >> 8, 300 & 0xff]), payload])
@@ -288,35 +306,26 @@ test('stopping authgate sends each client a close frame 1001 after the frame Rea
     await client.closed
     await stopped
     assert.ok(client.received().equals(Buffer.concat([frame, Buffer.from([0x88, 0x02, 0x03, 0xe9])])))
-    const closed = logs.lines.find((l) => l.msg === 'websocket closed')
-    assert.equal(closed?.closeCode, 1001)
-    assert.equal(closed?.closedWithoutFrame, undefined)
+    assert.equal(closed()?.closeCode, 1001)
+    assert.equal(closed()?.closedWithoutFrame, undefined)
   } finally {
-    await h.close().catch(() => {})
-    await up.close()
+    await close()
   }
 })
 
 test("a socket whose Realtime frame does not end within the stop's grace is cut, and its log line says it got no close frame", async () => {
-  const up = await startSocketUpstream()
-  const logs = logCapture()
-  const h = await withServices({ urls: { realtime: up.url } }, {}, { logger: { stream: logs.stream } })
-  const client = await handshake(Number(new URL(h.url).port), `/realtime/v1/websocket?apikey=${PUBLISHABLE}`)
+  const { up, h, client, closed, close } = await relayedSocketWithLogs()
   try {
-    assert.match(client.head, / 101 /)
-    await until(() => up.sockets.length === 1)
     // The head of a 300-byte frame and part of it; the rest never comes.
     up.sockets[0]!.write(Buffer.concat([Buffer.from([0x81, 126, 300 >> 8, 300 & 0xff]), Buffer.alloc(50, 0x61)]))
     await until(() => client.received().length === 54)
     await h.close()
     await client.closed
     assert.equal(client.received().length, 54, 'no close frame inside the frame in transit')
-    const closed = logs.lines.find((l) => l.msg === 'websocket closed')
-    assert.equal(closed?.closedWithoutFrame, true)
-    assert.equal(closed?.closeCode, undefined)
+    assert.equal(closed()?.closedWithoutFrame, true)
+    assert.equal(closed()?.closeCode, undefined)
   } finally {
-    await h.close().catch(() => {})
-    await up.close()
+    await close()
   }
 })
 
